@@ -1,0 +1,19 @@
+/** Picks a chat format by config name. */
+import type { ChatFormat } from './chatFormat.ts';
+import { HarmonyFormat, type HarmonyOptions } from './harmony.ts';
+import { HermesFormat, type HermesOptions } from './hermes.ts';
+import type { Tokenizer } from './tokenizer.ts';
+
+export const CHAT_FORMAT_NAMES = ['harmony', 'hermes'] as const;
+export type ChatFormatName = (typeof CHAT_FORMAT_NAMES)[number];
+
+export function createChatFormat(name: string, tokenizer: Tokenizer, options: HarmonyOptions & HermesOptions = {}): ChatFormat {
+  switch (name) {
+    case 'harmony':
+      return new HarmonyFormat(tokenizer, options);
+    case 'hermes':
+      return new HermesFormat(tokenizer, options);
+    default:
+      throw new Error(`unknown chat format ${JSON.stringify(name)} (known: ${CHAT_FORMAT_NAMES.join(', ')})`);
+  }
+}

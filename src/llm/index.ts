@@ -1,0 +1,24 @@
+/** src/llm: tokenizers and chat formats, the text↔token layer between the agent loop and the model. */
+export type { AllowedSpecial, EncodeOptions, Tokenizer } from './tokenizer.ts';
+export { StreamingDecoder } from './tokenizer.ts';
+export { BpeTokenizer, type BpeModel, type BpeTrainOptions } from './bpe.ts';
+export { O200kHarmonyTokenizer, o200kHarmony, O200K_HARMONY_VOCAB_SIZE } from './o200k.ts';
+export { loadTokenizer } from './loadTokenizer.ts';
+export { CHATML, DEFAULT_BPE_SPECIALS, HARMONY, PAD } from './specialTokens.ts';
+export type { ChatMessage, Role, ToolCall, ToolSpec } from './messages.ts';
+export type {
+  ChatFormat,
+  ChatSession,
+  CompletionParse,
+  CompletionParseError,
+  CompletionStreamParser,
+  ConversationStart,
+  ParsedCompletion,
+  ParsedToolCall,
+  ParseErrorKind,
+  StreamEvent,
+} from './chatFormat.ts';
+export { parsedToMessage } from './chatFormat.ts';
+export { HarmonyFormat, type HarmonyOptions, type ReasoningEffort } from './harmony.ts';
+export { HermesFormat, type HermesOptions } from './hermes.ts';
+export { createChatFormat, CHAT_FORMAT_NAMES, type ChatFormatName } from './formats.ts';
