@@ -1,0 +1,15 @@
+export { Space, type Json, type SeedResult, type SpaceJSON } from './space.ts';
+export { Discrete, type DiscreteMask } from './discrete.ts';
+export { MultiDiscrete, type MultiDiscreteMask } from './multi-discrete.ts';
+export { MultiBinary } from './multi-binary.ts';
+export { Box, type BoxOptions } from './box.ts';
+export type { Dtype, FloatDtype, IntDtype, TypedArray } from './dtypes.ts';
+export { Text, ALPHANUMERIC, UNICODE_SAMPLE_POOL, type TextMask, type TextOptions } from './text.ts';
+export { Dict } from './dict.ts';
+export { Tuple } from './tuple.ts';
+export { Sequence, type SequenceMask } from './sequence.ts';
+export { OneOf } from './one-of.ts';
+export { ToolCallSpace, type FunctionToolSchema, type ToolCall } from './tool-call.ts';
+export { validateJsonSchema, sampleJsonSchema, type JsonSchema } from './json-schema.ts';
+export { spaceFromJSON, registerSpaceType, isKnownSpaceType } from './json.ts';
+export { batchSpace, concatenate, unbatch, stackedLength } from './batch.ts';
