@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import { registerReplay } from './tau2-replay.ts';
 
-export function register(_program: Command): void {
-  // The `tau2` subcommands are added here.
+export function register(program: Command): void {
+  const tau2 = program.command('tau2').description('τ²-bench retail: run tools and replay tasks');
+  registerReplay(tau2);
 }

@@ -1,0 +1,82 @@
+/**
+ * Runs synthetic episodes through `ToolUseEnv` (agent turn → env step) and records each as a trajectory: the
+ * messages (assistant texts, tool calls with arguments, tool results, user texts) and the reward breakdown.
+ */
+import type { Message } from '../../../tooluse/messages.ts';
+import type { RewardInfo, TerminationReason } from '../../../tooluse/evaluator.ts';
+import { ToolUseEnv } from '../../../tooluse/env.ts';
+import type { Task } from '../../../tooluse/tasks.ts';
+import type { UserSimulator } from '../../../tooluse/user.ts';
+import type { RetailDb } from '../db.ts';
+import type { RetailDomain } from '../domain.ts';
+import type { SynthAgent } from './agent.ts';
+
+export interface Trajectory {
+  taskId: string;
+  agent: string;
+  user: string;
+  seed: number;
+  trial: number;
+  reward: number;
+  terminationReason: TerminationReason | null;
+  rewardBreakdown: RewardInfo['rewardBreakdown'];
+  dbMatch: boolean | null;
+  communicateMet: boolean[] | null;
+  steps: number;
+  toolErrors: number;
+  messages: Message[];
+}
+
+export interface EpisodeRunnerOptions {
+  domain: RetailDomain;
+  tasks: readonly Task[];
+  user: UserSimulator;
+  /** Default 200 (τ²'s CLI). */
+  maxSteps?: number;
+  maxErrors?: number;
+}
+
+/** One env over a task set; `run` plays one task with one agent and returns its trajectory. */
+export class EpisodeRunner {
+  private readonly env: ToolUseEnv<RetailDb>;
+  private readonly userName: string;
+
+  constructor(options: EpisodeRunnerOptions) {
+    this.env = new ToolUseEnv({ domain: options.domain, tasks: options.tasks, user: options.user, maxSteps: options.maxSteps ?? 200, maxErrors: options.maxErrors ?? 10 });
+    this.userName = options.user.name;
+  }
+
+  async run(agent: SynthAgent, taskId: string, seed: number, trial = 0): Promise<Trajectory> {
+    let [obs, info] = await this.env.reset({ seed, options: { taskId } });
+    const task = this.env.currentTask!;
+    const session = agent.start({ task, tools: this.env.tools, seed });
+    let done = this.env.messages.length > 0 && info.terminationReason !== null;
+    while (!done) {
+      const turn = session.act(obs.messages);
+      const [next, , terminated, truncated, stepInfo] = await this.env.step(turn);
+      obs = next;
+      info = stepInfo;
+      done = terminated || truncated;
+    }
+    const ri = info.rewardInfo as RewardInfo | null;
+    return {
+      taskId,
+      agent: agent.name,
+      user: this.userName,
+      seed,
+      trial,
+      reward: ri?.reward ?? 0,
+      terminationReason: info.terminationReason as TerminationReason | null,
+      rewardBreakdown: ri?.rewardBreakdown ?? {},
+      dbMatch: ri?.dbCheck?.dbMatch ?? null,
+      communicateMet: ri?.communicateChecks?.map((c) => c.met) ?? null,
+      steps: info.stepCount as number,
+      toolErrors: info.numErrors as number,
+      messages: [...this.env.messages],
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.env.close();
+  }
+}
