@@ -301,7 +301,7 @@ function intTrueDiv(a: bigint, b: bigint): number {
   const absA = a < 0n ? -a : a;
   const absB = b < 0n ? -b : b;
   if (absA <= LIMIT && absB <= LIMIT) return Number(a) / Number(b); // both exact: one IEEE rounding
-  let result = ratioToDouble(absA, absB, 0);
+  const result = ratioToDouble(absA, absB, 0);
   if (!Number.isFinite(result)) throw new PyError('OverflowError', 'integer division result too large for a float');
   return a < 0n !== b < 0n ? -result : result;
 }
@@ -367,14 +367,9 @@ function exactPowInt(x: number, n: number): number {
 function floatFloorDiv(vx: number, wx: number): number {
   if (wx === 0) throw new PyError('ZeroDivisionError', 'float floor division by zero');
   // CPython float_floor_div (via _float_div_mod)
-  let mod = vx % wx;
+  const mod = vx % wx;
   let div = (vx - mod) / wx;
-  if (mod !== 0) {
-    if (wx < 0 !== mod < 0) {
-      mod += wx;
-      div -= 1.0;
-    }
-  }
+  if (mod !== 0 && wx < 0 !== mod < 0) div -= 1.0; // the remainder takes the divisor's sign
   let floordiv: number;
   if (div !== 0) {
     floordiv = Math.floor(div);

@@ -43,7 +43,7 @@ export const PRODUCT_TEMPLATES: readonly ProductTemplate[] = [
   { name: 'Indoor Security Camera', options: { resolution: ['1080p', '2K', '4K'], field_of_view: ['110 degrees', '130 degrees', '160 degrees'], connectivity: ['Wi-Fi', 'Ethernet'] }, price: [2700, 3200] },
   { name: 'Portable Charger', options: { capacity: ['5000mAh', '10000mAh', '20000mAh'], output: ['USB-A', 'USB-C', 'Wireless'], color: ['black', 'white', 'blue'] }, price: [30, 120] },
   { name: 'Perfume', options: { scent_family: ['woody', 'fresh', 'oriental'], size: ['30ml', '50ml', '100ml'], gender: ['men', 'women', 'unisex'] }, price: [240, 320] },
-  { name: 'Notebook', options: { size: ['A4', 'A5'], cover_type: ['hard cover', 'soft cover'] }, price: [20, 60] },
+  { name: 'Notebook', options: { size: ['A4', 'A5'], cover_type: ['hard cover', 'soft cover'], paper_type: ['lined', 'grid', 'plain'] }, price: [20, 60] },
   { name: 'Skateboard', options: { deck_material: ['maple', 'bamboo', 'plastic'], length: ['28 inch', '31 inch', '34 inch'], design: ['plain', 'graphic', 'custom'] }, price: [110, 220] },
   { name: 'Grill', options: { type: ['gas', 'charcoal', 'electric'], size: ['portable', 'medium', 'large'], features: ['rotisserie', 'side burner', 'none'] }, price: [880, 1060] },
   { name: 'Cycling Helmet', options: { size: ['S', 'M', 'L'], color: ['black', 'white', 'red', 'blue'], ventilation: ['low', 'medium', 'high'] }, price: [150, 230] },

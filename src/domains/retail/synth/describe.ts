@@ -17,10 +17,13 @@ function describeRequest(r: SynthRequest): string {
     case 'exchange': {
       const verb = r.kind === 'exchange' ? 'exchange' : 'modify';
       const list = r.changes.map((c) => `the ${c.productName} to the variant with ${renderOptions(c.statedOptions)}`).join('; ');
-      return `You want to ${verb} items in ${orderText(r.order)}: ${list}. Use ${yours(paymentText(r.payment))} for the price difference.`;
+      const mind = r.droppedChange ? ` At first you also ask to change the ${r.droppedChange.productName} to the variant with ${renderOptions(r.droppedChange.statedOptions)}, but when the agent asks you to confirm, you change your mind and leave it as it is.` : '';
+      return `You want to ${verb} items in ${orderText(r.order)}: ${list}. Use ${yours(paymentText(r.payment))} for the price difference.${mind}`;
     }
-    case 'return':
-      return `You want to return ${r.items.map((i) => `the ${i.productName}`).join(' and ')} from ${orderText(r.order)}, refunded to ${yours(paymentText(r.payment))}.`;
+    case 'return': {
+      const mind = r.droppedItem ? ` At first you also ask to return the ${r.droppedItem.productName}, but when the agent asks you to confirm, you change your mind and keep it.` : '';
+      return `You want to return ${r.items.map((i) => `the ${i.productName}`).join(' and ')} from ${orderText(r.order)}, refunded to ${yours(paymentText(r.payment))}.${mind}`;
+    }
     case 'modify_address':
       return `You want the shipping address of ${orderText(r.order)} changed to ${renderAddress(r.address)}.`;
     case 'modify_payment':

@@ -19,7 +19,7 @@ export function detectKind(text: string): ExpertKind | null {
   if (/human agent|real person|supervisor|representative/.test(t)) return 'human';
   if (/\bexchange\b/.test(t)) return 'exchange';
   if (/\breturn\b/.test(t)) return 'return';
-  if (/\bcancel\b/.test(t)) return 'cancel';
+  if (/\bcancel/.test(t)) return 'cancel';
   if (/default address/.test(t)) return 'modify_user_address';
   if (/shipping address/.test(t)) return 'modify_address';
   if (/\b(modify|change|switch)\b/.test(t) && t.includes('"')) return 'modify_items';

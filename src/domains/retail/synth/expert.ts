@@ -11,7 +11,7 @@ import type { Address } from '../schema.ts';
 import { ADDRESS_FIELDS } from '../schema.ts';
 import type { AgentEpisodeContext, AgentSession, SynthAgent } from './agent.ts';
 import { detectKind, isYes, ORDER_ID_IN_TEXT, parseIdentity, parsePaymentMention, parseReason, type ExpertKind, type IdentityDetails } from './expert-parse.ts';
-import { parseJsonObject, type OrderJson, type ProductJson, type UserJson } from './expert-records.ts';
+import { parseOrder, parseProduct, parseUser, type OrderJson, type ProductJson, type UserJson } from './expert-records.ts';
 import { formatMoney, orderTotal } from './facts.ts';
 import { CONFIRM_MARKER, extractOrderDescription, findNames, parseAddress, parseOptions, renderAddress, renderOptions } from './protocol.ts';
 
@@ -110,19 +110,19 @@ class ExpertSession implements AgentSession {
         if (!error) this.userId = content;
         return;
       case 'get_user_details': {
-        const u = error ? null : parseJsonObject<UserJson>(content);
+        const u = error ? null : parseUser(content);
         if (u) this.user = u;
         if (this.plan) this.plan.userRefreshed = true;
         return;
       }
       case 'get_order_details': {
-        const o = error ? null : parseJsonObject<OrderJson>(content);
+        const o = error ? null : parseOrder(content);
         if (o) this.orders.set(o.order_id, o);
         else this.missingOrders.add(String(c.arguments.order_id));
         return;
       }
       case 'get_product_details': {
-        const p = error ? null : parseJsonObject<ProductJson>(content);
+        const p = error ? null : parseProduct(content);
         if (p) this.products.set(p.product_id, p);
         return;
       }
@@ -132,10 +132,10 @@ class ExpertSession implements AgentSession {
         this.plan.writeOutput = error ? null : content;
         if (error) return;
         if (c.name === 'modify_user_address') {
-          const u = parseJsonObject<UserJson>(content);
+          const u = parseUser(content);
           if (u) this.user = u;
         } else if (c.name !== 'transfer_to_human_agents') {
-          const o = parseJsonObject<OrderJson>(content);
+          const o = parseOrder(content);
           if (o) this.orders.set(o.order_id, o);
         }
       }
@@ -361,7 +361,7 @@ class ExpertSession implements AgentSession {
     this.plan = null;
     if (plan.kind === 'human') return say(TRANSFER_MESSAGE);
     if (plan.writeOutput === null) return say(`The request could not be completed. ${ANYTHING_ELSE}`);
-    const o = parseJsonObject<OrderJson>(plan.writeOutput);
+    const o = parseOrder(plan.writeOutput);
     const status = o?.status ? ` The order status is now '${o.status}'.` : '';
     return say(`Done.${status} ${ANYTHING_ELSE}`);
   }

@@ -40,7 +40,7 @@ export function extractOrderDescription(text: string): { description: string | n
     const at = lower.indexOf(phrase.toLowerCase());
     if (at < 0) continue;
     const tail = text.slice(at + phrase.length);
-    const end = /[.:;?\n]| because | to | sent /.exec(tail);
+    const end = /[.,:;?\n]| because | to | sent /.exec(tail);
     const stop = end ? at + phrase.length + end.index : text.length;
     return { description: text.slice(at, stop), rest: text.slice(0, at) + text.slice(stop) };
   }

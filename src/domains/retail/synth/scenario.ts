@@ -56,18 +56,43 @@ export type InfoQuestion = 'order_total' | 'tracking_id' | 'order_count' | 'orde
 /** What the agent should do with a request. */
 export type RequestOutcome = 'do' | 'refuse' | 'transfer';
 
-export type SynthRequest = { outcome: RequestOutcome } & (
+/**
+ * `mustSay`: facts the agent must state when it refuses or transfers (the blocking order status, the accepted
+ * cancellation reasons, the hand-off sentence); they become the task's `communicate_info`.
+ */
+export type SynthRequest = { outcome: RequestOutcome; mustSay?: string[] } & (
   | { kind: 'cancel'; order: OrderRef; reason: string; withholdReason: boolean }
-  | { kind: 'modify_items'; order: OrderRef; changes: ItemChange[]; payment: PaymentRef; withholdPayment: boolean }
+  | { kind: 'modify_items'; order: OrderRef; changes: ItemChange[]; payment: PaymentRef; withholdPayment: boolean; droppedChange?: ItemChange }
   | { kind: 'modify_address'; order: OrderRef; address: Address }
   | { kind: 'modify_payment'; order: OrderRef; payment: PaymentRef }
   | { kind: 'modify_user_address'; address: Address }
-  | { kind: 'return'; order: OrderRef; items: ReturnItem[]; payment: PaymentRef; withholdPayment: boolean }
-  | { kind: 'exchange'; order: OrderRef; changes: ItemChange[]; payment: PaymentRef; withholdPayment: boolean }
+  | { kind: 'return'; order: OrderRef; items: ReturnItem[]; payment: PaymentRef; withholdPayment: boolean; droppedItem?: ReturnItem }
+  | { kind: 'exchange'; order: OrderRef; changes: ItemChange[]; payment: PaymentRef; withholdPayment: boolean; droppedChange?: ItemChange }
   | { kind: 'info'; question: InfoQuestion; order: OrderRef | null; answer: string }
   | { kind: 'human'; topic: string }
 );
 export type RequestKind = SynthRequest['kind'];
+
+/**
+ * `droppedChange` / `droppedItem`: the user first asks for one more item and, when the agent proposes the action,
+ * changes its mind and asks without it (the gold action is the final version).
+ */
+export function changesMind(r: SynthRequest): boolean {
+  return ((r.kind === 'modify_items' || r.kind === 'exchange') && r.droppedChange !== undefined) || (r.kind === 'return' && r.droppedItem !== undefined);
+}
+
+/** The request as the user first states it (with the item it later drops), or the request itself. */
+export function initialVersion(r: SynthRequest): SynthRequest {
+  if ((r.kind === 'modify_items' || r.kind === 'exchange') && r.droppedChange) {
+    const { droppedChange, ...rest } = r;
+    return { ...rest, changes: [...r.changes, droppedChange] };
+  }
+  if (r.kind === 'return' && r.droppedItem) {
+    const { droppedItem, ...rest } = r;
+    return { ...rest, items: [...r.items, droppedItem] };
+  }
+  return r;
+}
 
 export interface SynthIdentity {
   userId: string;

@@ -7,6 +7,7 @@ import type { ReadonlyOrder, ReadonlyUser } from '../db.ts';
 import { ADDRESS_FIELDS, type Address } from '../schema.ts';
 import { formatMoney, orderTotal } from './facts.ts';
 import type { GoldRecorder } from './gold.ts';
+import { TRANSFER_MESSAGE } from '../../../tooluse/user.ts';
 import { INVALID_REASONS, VALID_REASONS } from './protocol.ts';
 import type { SynthRng } from './rng.ts';
 import type { InfoQuestion, ItemChange, OrderRef, PaymentRef, SynthRequest } from './scenario.ts';
@@ -53,7 +54,7 @@ function freshOrders(ctx: DraftContext, pred: (o: ReadonlyOrder) => boolean): Re
 
 /** Description references get likelier with difficulty. */
 function refFor(ctx: DraftContext, order: ReadonlyOrder): OrderRef {
-  const p = [0, 0.15, 0.5, 0.8][Math.min(ctx.difficulty, 3)]!;
+  const p = [0, 0, 0.5, 0.8][Math.min(ctx.difficulty, 3)]!;
   ctx.usedOrders.add(order.order_id);
   return makeOrderRef(ctx.gold.db, ctx.user, order, ctx.rng.chance(p), ctx.rng);
 }
@@ -67,6 +68,8 @@ export function goldResolveOrder(gold: GoldRecorder, user: ReadonlyUser, ref: Or
 const withhold = (ctx: DraftContext): boolean => ctx.rng.chance([0, 0, 0.3, 0.6][Math.min(ctx.difficulty, 3)]!);
 const deltaChance = (ctx: DraftContext): number => [0, 0.1, 0.5, 0.7][Math.min(ctx.difficulty, 3)]!;
 const maxItems = (ctx: DraftContext): number => Math.min(3, ctx.difficulty);
+/** Whether the user will first ask for one item more and drop it at the confirmation. */
+const changesMind = (ctx: DraftContext): boolean => ctx.rng.chance([0, 0, 0.2, 0.4][Math.min(ctx.difficulty, 3)]!);
 
 function addressArgs(a: Address): Record<string, string> {
   return Object.fromEntries(ADDRESS_FIELDS.map((f) => [f, a[f]]));
@@ -90,8 +93,12 @@ function itemsArgs(order: ReadonlyOrder, changes: readonly ItemChange[], pm: str
 function draftItemChange(ctx: DraftContext, kind: 'modify_items' | 'exchange', status: string): SynthRequest | null {
   const tool = kind === 'modify_items' ? 'modify_pending_order_items' : 'exchange_delivered_order_items';
   for (const order of ctx.rng.shuffle(freshOrders(ctx, (o) => o.status === status))) {
-    const changes = makeItemChanges(ctx.gold.db, order, ctx.rng.int(1, maxItems(ctx)), deltaChance(ctx), ctx.rng);
-    if (!changes) continue;
+    const mind = changesMind(ctx);
+    const drafted = makeItemChanges(ctx.gold.db, order, ctx.rng.int(1, maxItems(ctx)) + (mind ? 1 : 0), deltaChance(ctx), ctx.rng);
+    if (!drafted) continue;
+    // The dropped change is one of the drafted ones; the rest keep the order's item order.
+    const dropped = mind && drafted.length >= 2 ? drafted.splice(ctx.rng.int(0, drafted.length - 1), 1)[0] : undefined;
+    const changes = drafted;
     const original = order.payment_history[0]?.payment_method_id ?? null;
     const payment = choosePayment(ctx, [...ctx.user.payment_methods.keys()], original, (pm) => [tool, itemsArgs(order, changes, pm)]);
     if (!payment) continue;
@@ -99,14 +106,17 @@ function draftItemChange(ctx: DraftContext, kind: 'modify_items' | 'exchange', s
     goldResolveOrder(ctx.gold, ctx.user, ref);
     for (const c of changes) ctx.gold.read('get_product_details', { product_id: order.items.find((i) => i.item_id === c.itemId)!.product_id });
     ctx.gold.write(tool, itemsArgs(order, changes, payment.paymentMethodId));
-    return { kind, outcome: 'do', order: ref, changes, payment, withholdPayment: withhold(ctx) };
+    return { kind, outcome: 'do', order: ref, changes, payment, withholdPayment: withhold(ctx), ...(dropped ? { droppedChange: dropped } : {}) };
   }
   return null;
 }
 
 function draftReturn(ctx: DraftContext): SynthRequest | null {
   for (const order of ctx.rng.shuffle(freshOrders(ctx, (o) => o.status === 'delivered'))) {
-    const picked = ctx.rng.sample(order.items, ctx.rng.int(1, Math.min(order.items.length, maxItems(ctx) + 1)));
+    const mind = changesMind(ctx) && order.items.length >= 2;
+    const picked = ctx.rng.sample(order.items, Math.min(order.items.length, ctx.rng.int(1, maxItems(ctx) + 1) + (mind ? 1 : 0)));
+    const droppedAt = mind && picked.length >= 2 ? ctx.rng.int(0, picked.length - 1) : -1;
+    const dropped = droppedAt >= 0 ? picked.splice(droppedAt, 1)[0] : undefined;
     picked.sort((a, b) => order.items.indexOf(a) - order.items.indexOf(b));
     const original = order.payment_history[0]?.payment_method_id ?? null;
     const options = [...ctx.user.payment_methods.values()].filter((m) => m.source === 'gift_card' || m.id === original).map((m) => m.id);
@@ -116,7 +126,9 @@ function draftReturn(ctx: DraftContext): SynthRequest | null {
     const ref = refFor(ctx, order);
     goldResolveOrder(ctx.gold, ctx.user, ref);
     ctx.gold.write(...args(payment.paymentMethodId));
-    return { kind: 'return', outcome: 'do', order: ref, items: picked.map((i) => ({ itemId: i.item_id, productName: i.name })), payment, withholdPayment: withhold(ctx) };
+    const items = picked.map((i) => ({ itemId: i.item_id, productName: i.name }));
+    const droppedItem = dropped ? { droppedItem: { itemId: dropped.item_id, productName: dropped.name } } : {};
+    return { kind: 'return', outcome: 'do', order: ref, items, payment, withholdPayment: withhold(ctx), ...droppedItem };
   }
   return null;
 }
@@ -219,15 +231,15 @@ export function draftForbiddenRequest(ctx: DraftContext, kind: ForbiddenKind, ot
   switch (kind) {
     case 'cancel_not_pending': {
       const order = pickOrder((o) => o.status !== 'pending');
-      return order ? { kind: 'cancel', outcome: 'refuse', order: resolved(order), reason: rng.pick(VALID_REASONS), withholdReason: false } : null;
+      return order ? { kind: 'cancel', outcome: 'refuse', mustSay: [order.status], order: resolved(order), reason: rng.pick(VALID_REASONS), withholdReason: false } : null;
     }
     case 'cancel_bad_reason': {
       const order = pickOrder((o) => o.status === 'pending');
-      return order ? { kind: 'cancel', outcome: 'refuse', order: resolved(order), reason: rng.pick(INVALID_REASONS), withholdReason: false } : null;
+      return order ? { kind: 'cancel', outcome: 'refuse', mustSay: [...VALID_REASONS], order: resolved(order), reason: rng.pick(INVALID_REASONS), withholdReason: false } : null;
     }
     case 'modify_not_pending': {
       const order = pickOrder((o) => o.status !== 'pending');
-      return order ? { kind: 'modify_address', outcome: 'refuse', order: resolved(order), address: makeAddress(rng) } : null;
+      return order ? { kind: 'modify_address', outcome: 'refuse', mustSay: [order.status], order: resolved(order), address: makeAddress(rng) } : null;
     }
     case 'items_not_pending':
     case 'exchange_not_delivered': {
@@ -236,14 +248,14 @@ export function draftForbiddenRequest(ctx: DraftContext, kind: ForbiddenKind, ot
       const changes = order ? makeItemChanges(gold.db, order, 1, 0, rng) : null;
       const payment = order ? makePaymentRef(user, order.payment_history[0]!.payment_method_id, null, rng) : null;
       if (!order || !changes || !payment) return null;
-      return { kind: items ? 'modify_items' : 'exchange', outcome: 'refuse', order: resolved(order), changes, payment, withholdPayment: false };
+      return { kind: items ? 'modify_items' : 'exchange', outcome: 'refuse', mustSay: [order.status], order: resolved(order), changes, payment, withholdPayment: false };
     }
     case 'return_not_delivered': {
       const order = pickOrder((o) => o.status !== 'delivered');
       const payment = order ? makePaymentRef(user, order.payment_history[0]!.payment_method_id, null, rng) : null;
       if (!order || !payment) return null;
       const item = rng.pick(order.items);
-      return { kind: 'return', outcome: 'refuse', order: resolved(order), items: [{ itemId: item.item_id, productName: item.name }], payment, withholdPayment: false };
+      return { kind: 'return', outcome: 'refuse', mustSay: [order.status], order: resolved(order), items: [{ itemId: item.item_id, productName: item.name }], payment, withholdPayment: false };
     }
     case 'other_users_order': {
       if (!otherUser) return null;
@@ -256,7 +268,7 @@ export function draftForbiddenRequest(ctx: DraftContext, kind: ForbiddenKind, ot
     case 'human': {
       const topic = rng.pick(HUMAN_TOPICS);
       gold.transfer(`The user asks to speak with a human agent about ${topic}.`);
-      return { kind: 'human', outcome: 'transfer', topic };
+      return { kind: 'human', outcome: 'transfer', mustSay: [TRANSFER_MESSAGE], topic };
     }
   }
 }

@@ -21,7 +21,10 @@ export type SynthTask = Task & { longrun: SynthScenario };
 export interface TaskGenOptions {
   count: number;
   families?: readonly TaskFamily[];
-  /** A level 1–3, or an inclusive range drawn per task. Default [1, 3]. */
+  /**
+   * A level 1–5, or an inclusive range drawn per task. Default [1, 3]. Levels 4 and 5 are long-horizon variants of
+   * level 3: more requests per conversation (multi: 4–5; forbidden: 3; single families get 1–2 extra requests first).
+   */
   difficulty?: number | readonly [number, number];
   /** Recorded in each scenario (the seed the world was generated from). */
   worldSeed?: number;
@@ -39,6 +42,7 @@ export interface GeneratedTasks {
 }
 
 const MAX_ATTEMPTS_PER_TASK = 40;
+export const MAX_DIFFICULTY = 5;
 
 function checkOptions(o: TaskGenOptions): { families: readonly TaskFamily[]; lo: number; hi: number } {
   if (!Number.isInteger(o.count) || o.count < 0) throw new Error(`count must be a non-negative integer, got ${o.count}`);
@@ -46,7 +50,7 @@ function checkOptions(o: TaskGenOptions): { families: readonly TaskFamily[]; lo:
   if (families.length === 0) throw new Error('families must name at least one task family');
   for (const f of families) if (!TASK_FAMILIES.includes(f)) throw new Error(`Unknown task family '${f}' (known: ${TASK_FAMILIES.join(', ')})`);
   const [lo, hi] = typeof o.difficulty === 'number' ? [o.difficulty, o.difficulty] : (o.difficulty ?? [1, 3]);
-  if (!Number.isInteger(lo) || !Number.isInteger(hi) || lo < 1 || hi > 3 || lo > hi) throw new Error(`difficulty must be 1–3 or a range within it, got ${JSON.stringify(o.difficulty)}`);
+  if (!Number.isInteger(lo) || !Number.isInteger(hi) || lo < 1 || hi > MAX_DIFFICULTY || lo > hi) throw new Error(`difficulty must be 1–${MAX_DIFFICULTY} or a range within it, got ${JSON.stringify(o.difficulty)}`);
   return { families, lo, hi };
 }
 
@@ -72,15 +76,16 @@ interface Draft {
 }
 
 function requestCount(family: TaskFamily, difficulty: number): number {
-  if (family === 'multi') return difficulty >= 3 ? 3 : 2;
-  if (family === 'forbidden') return difficulty >= 2 ? 2 : 1;
-  return 1;
+  if (family === 'multi') return Math.max(2, difficulty);
+  if (family === 'forbidden') return difficulty >= 4 ? 3 : difficulty >= 2 ? 2 : 1;
+  if (family === 'failed_auth') return 1;
+  return 1 + Math.max(0, difficulty - 3);
 }
 
 function draftScenario(domain: RetailDomain, world: RetailTables, family: TaskFamily, difficulty: number, worldSeed: number, rng: SynthRng): Draft | null {
   const users = [...world.users.values()];
   // Harder tasks prefer users with more orders (more distractors to leave alone).
-  const minOrders = difficulty >= 3 ? 3 : 1;
+  const minOrders = difficulty >= 3 ? difficulty : 1;
   const pool = users.filter((u) => u.orders.length >= minOrders);
   const user = rng.pick(pool.length ? pool : users);
   const gold = new GoldRecorder(domain, domain.freshDb());
@@ -96,7 +101,8 @@ function draftScenario(domain: RetailDomain, world: RetailTables, family: TaskFa
   const n = requestCount(family, difficulty);
   for (let i = 0; i < n; i++) {
     let r: SynthRequest | null;
-    if (family === 'multi' || (family === 'forbidden' && i < n - 1)) r = draftDoRequest(ctx, rng.pick(DO_KINDS));
+    // Every request but the last of a forbidden or single-family task is a random one the agent should carry out.
+    if (family === 'multi' || (family !== 'failed_auth' && i < n - 1)) r = draftDoRequest(ctx, rng.pick(DO_KINDS));
     else if (family === 'forbidden') {
       const other = rng.pick(users.filter((u) => u.user_id !== user.user_id));
       r = draftForbiddenRequest(ctx, rng.pick(FORBIDDEN_KINDS), other ?? null);
@@ -127,7 +133,7 @@ function toTask(id: string, draft: Draft, rng: SynthRng): SynthTask {
     info: null,
     compare_args: c.compareArgs ?? null,
   }));
-  const communicate = s.authenticates ? s.requests.flatMap((r) => (r.kind === 'info' ? [r.answer] : [])) : [];
+  const communicate = s.authenticates ? s.requests.flatMap((r) => (r.kind === 'info' ? [r.answer] : (r.mustSay ?? []))) : [];
   return {
     id,
     description: { purpose: `Synthetic retail task: family ${s.family}, difficulty ${s.difficulty}`, relevant_policies: null, notes: null },

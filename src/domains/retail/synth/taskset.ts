@@ -128,11 +128,11 @@ export function readTaskSet(dir: string): LoadedSynthTaskSet {
     scenarios.set(t.id, s);
     return { ...t, longrun: s };
   });
-  let meta: SynthTaskSetMeta | null = null;
+  let meta: SynthTaskSetMeta | null;
   try {
     meta = JSON.parse(readFileSync(join(dir, 'synth.json'), 'utf8')) as SynthTaskSetMeta;
   } catch {
-    meta = null;
+    meta = null; // synth.json is informational; a folder without it still plays
   }
   return { dir, domain: createRetailDomain({ db: data.db, policy: data.policy }), world: data.db, tasks, scenarios, meta };
 }

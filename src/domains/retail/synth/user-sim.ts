@@ -11,8 +11,9 @@ import { STOP_TOKEN, TRANSFER_MESSAGE, TRANSFER_TOKEN } from '../../../tooluse/u
 import { ADDRESS_FIELDS } from '../schema.ts';
 import { allMatches, CATALOG_ID_PATTERN, CONFIRM_MARKER, ORDER_ID_PATTERN, PAYMENT_ID_PATTERN } from './protocol.ts';
 import { SynthRng } from './rng.ts';
-import type { SynthRequest, SynthScenario } from './scenario.ts';
+import { changesMind, initialVersion, type SynthRequest, type SynthScenario } from './scenario.ts';
 import {
+  CHANGE_OF_MIND,
   CLOSINGS,
   GREETINGS,
   identityReply,
@@ -26,7 +27,7 @@ import {
 } from './user-phrasing.ts';
 
 export interface ScriptedUserOptions {
-  /** User turns before it gives up with `###STOP###` (default 30). */
+  /** User turns before it gives up with `###STOP###` (default 40). */
   maxTurns?: number;
   /** Agent messages in a row it cannot make sense of before it gives up (default 4). */
   maxConfused?: number;
@@ -78,7 +79,12 @@ export function proposalMatches(r: SynthRequest, text: string): boolean {
   }
 }
 
-class ScriptedSession implements UserSession {
+/** A scripted session answers synchronously. */
+export interface ScriptedUserSession extends UserSession {
+  respond(conversation: readonly UserViewTurn[]): string;
+}
+
+class ScriptedSession implements ScriptedUserSession {
   private readonly rng: SynthRng;
   private index = 0;
   private confirmed = false;
@@ -86,6 +92,8 @@ class ScriptedSession implements UserSession {
   private confused = 0;
   private gaveEmail = false;
   private over = false;
+  /** Whether the user already changed its mind about the current request (see `SynthRequest.droppedChange`). */
+  private revised = false;
 
   constructor(
     private readonly s: SynthScenario,
@@ -120,7 +128,8 @@ class ScriptedSession implements UserSession {
 
   private statement(): string {
     const r = this.request;
-    return r ? requestStatement(r, this.rng) : 'That is all I need.';
+    if (!r) return 'That is all I need.';
+    return requestStatement(this.revised ? r : initialVersion(r), this.rng);
   }
 
   private identity(): string {
@@ -141,6 +150,7 @@ class ScriptedSession implements UserSession {
   private next(): string {
     this.index++;
     this.confirmed = false;
+    this.revised = false;
     if (!this.request) return this.stop(this.rng.pick(CLOSINGS));
     return `${this.rng.pick(NEXT_PREFIXES)} ${this.statement()}`;
   }
@@ -160,6 +170,11 @@ class ScriptedSession implements UserSession {
         this.confirmed = true;
         return this.rng.pick(YES_REPLIES);
       }
+      if (!this.revised && changesMind(r) && proposalMatches(initialVersion(r), text)) {
+        this.revised = true;
+        return `${this.rng.pick(CHANGE_OF_MIND)} ${this.statement()}`;
+      }
+      this.revised = true;
       return `${this.rng.pick(NO_REPLIES)} ${this.statement()}`;
     }
     if (ASKS_IDENTITY.test(text)) return this.identity();
@@ -184,12 +199,12 @@ export class ScriptedRetailUser implements UserSimulator {
     private readonly scenarios?: ReadonlyMap<string, SynthScenario>,
     options: ScriptedUserOptions = {},
   ) {
-    this.maxTurns = options.maxTurns ?? 30;
+    this.maxTurns = options.maxTurns ?? 40;
     this.maxConfused = options.maxConfused ?? 4;
     if (!(this.maxTurns >= 2) || !(this.maxConfused >= 1)) throw new Error('maxTurns must be at least 2 and maxConfused at least 1');
   }
 
-  start(context: UserEpisodeContext): UserSession {
+  start(context: UserEpisodeContext): ScriptedUserSession {
     const scenario = scenarioOf(context.task, this.scenarios);
     if (!scenario) throw new Error(`Task ${context.task.id} has no synthetic scenario (no 'longrun' field and no entry in the scenario map)`);
     return new ScriptedSession(scenario, context.seed, this.maxTurns, this.maxConfused);

@@ -1,0 +1,128 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PyError, pythonCalculate } from '../../../src/domains/retail/calculate.ts';
+
+/** Expected texts were produced by CPython 3.10–3.13 (identical there) running `str(round(float(eval(e)), 2))`. */
+const OK: [string, string][] = [
+  ['2+2', '4.0'],
+  ['1/3', '0.33'],
+  ['2**3', '8.0'],
+  ['100000000000000000000*10', '1e+21'],
+  ['-2**2', '-4.0'],
+  ['2**-1', '0.5'],
+  ['2**-1**2', '0.5'],
+  ['2**2**3', '256.0'],
+  ['(-2)**3', '-8.0'],
+  ['(-2)**-3', '-0.12'],
+  ['3**-2', '0.11'],
+  ['4**0.5', '2.0'],
+  ['2**0.5', '1.41'],
+  ['7//2', '3.0'],
+  ['-7//2', '-4.0'],
+  ['7.5//2', '3.0'],
+  ['-7.5//2', '-4.0'],
+  ['7//-2', '-4.0'],
+  ['-0.0//1', '-0.0'],
+  ['0.0//-1', '-0.0'],
+  ['.5', '0.5'],
+  ['5.', '5.0'],
+  ['00.5', '0.5'],
+  ['01.5', '1.5'],
+  ['00', '0.0'],
+  ['--1', '1.0'],
+  ['+-+1', '-1.0'],
+  ['1--1', '2.0'],
+  ['  1+1', '2.0'],
+  ['1  +  2', '3.0'],
+  ['((2))', '2.0'],
+  ['0.1+0.2', '0.3'],
+  ['2.675', '2.67'],
+  ['0.125', '0.12'],
+  ['0.375', '0.38'],
+  ['1.005', '1.0'],
+  ['99.995', '100.0'],
+  ['-0.001', '-0.0'],
+  ['0*-1', '0.0'],
+  ['0.0*-1', '-0.0'],
+  ['0.00001', '0.0'],
+  ['10**16', '1e+16'],
+  ['10**22*1.0', '1e+22'],
+  ['2**53+1', '9007199254740992.0'],
+  ['10**20/3', '3.333333333333333e+19'],
+  ['123456789012345678901234567890/7', '1.763668414462081e+28'],
+  ['1000000000000000000000.5', '1e+21'],
+  ['2**1023*2.0', 'inf'],
+  ['2**-1074*1', '0.0'],
+  ['(2**0.5)**(2**0.5)', '1.63'],
+  ['1093.34 - 89.99 * 2 + 10/4', '915.86'],
+];
+
+const ERR: [string, string][] = [
+  ['abs(-1)', 'Invalid characters in expression'],
+  ['1e5', 'Invalid characters in expression'],
+  ['1,2', 'Invalid characters in expression'],
+  ['1/0', 'division by zero'],
+  ['1.0/0', 'float division by zero'],
+  ['0/0.0', 'float division by zero'],
+  ['1//0', 'integer division or modulo by zero'],
+  ['1.0//0', 'float floor division by zero'],
+  ['1//-0.0', 'float floor division by zero'],
+  ['0**-1', '0.0 cannot be raised to a negative power'],
+  ['0.0**-1', '0.0 cannot be raised to a negative power'],
+  ['10**400', 'int too large to convert to float'],
+  ['10**400*1.0', 'int too large to convert to float'],
+  ['10**400/1', 'integer division result too large for a float'],
+  ['2**10000.0', "(34, 'Numerical result out of range')"],
+  ['(-8)**0.5', "float() argument must be a string or a real number, not 'complex'"],
+  ['(-8)**0.5//1', "unsupported operand type(s) for //: 'complex' and 'int'"],
+  ['', 'invalid syntax (<string>, line 0)'],
+  ['   ', 'invalid syntax (<string>, line 0)'],
+  ['1+', 'invalid syntax (<string>, line 1)'],
+  ['1 2', 'invalid syntax (<string>, line 1)'],
+  ['1..2', 'invalid syntax (<string>, line 1)'],
+  ['*1', 'invalid syntax (<string>, line 1)'],
+  ['2****2', 'invalid syntax (<string>, line 1)'],
+  ['(1)2', 'invalid syntax (<string>, line 1)'],
+  ['(1', "'(' was never closed (<string>, line 1)"],
+  ['(1 2', "'(' was never closed (<string>, line 1)"],
+  ['5(.', 'invalid syntax (<string>, line 1)'],
+  ['1)', "unmatched ')' (<string>, line 1)"],
+  ['1)01', "unmatched ')' (<string>, line 1)"],
+  ['(1 2)', 'invalid syntax. Perhaps you forgot a comma? (<string>, line 1)'],
+  ['01', 'leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers (<string>, line 1)'],
+  ['1 2 01', 'leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers (<string>, line 1)'],
+  ['(*1)', 'cannot use starred expression here (<string>, line 1)'],
+  ['((**3))', 'cannot use double starred expression here (<string>, line 1)'],
+  ['()', "float() argument must be a string or a real number, not 'tuple'"],
+  ['...', "float() argument must be a string or a real number, not 'ellipsis'"],
+  ['()+1', 'can only concatenate tuple (not "int") to tuple'],
+  ['1+()', "unsupported operand type(s) for +: 'int' and 'tuple'"],
+  ['()*1.5', "can't multiply sequence by non-int of type 'float'"],
+  ['()*10**100', "cannot fit 'int' into an index-sized integer"],
+  ['-()', "bad operand type for unary -: 'tuple'"],
+  ['1**()', "unsupported operand type(s) for ** or pow(): 'int' and 'tuple'"],
+  ['1 (2)', "'int' object is not callable"],
+  ['()()', "'tuple' object is not callable"],
+  ['3(1/0)', 'division by zero'],
+  ['1(*2)', '1 argument after * must be an iterable, not int'],
+];
+
+test('calculate: results match Python str(round(float(eval(e)), 2))', () => {
+  for (const [e, want] of OK) assert.equal(pythonCalculate(e), want, JSON.stringify(e));
+});
+
+test('calculate: errors carry CPython messages', () => {
+  for (const [e, want] of ERR) {
+    assert.throws(
+      () => pythonCalculate(e),
+      (err: unknown) => err instanceof PyError && err.message === want,
+      `${JSON.stringify(e)} should fail with ${want}`,
+    );
+  }
+});
+
+test('calculate: huge integer powers fail fast instead of hanging', () => {
+  const t0 = Date.now();
+  assert.throws(() => pythonCalculate('9**9**9'), PyError);
+  assert.ok(Date.now() - t0 < 5000);
+});

@@ -1,0 +1,115 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { isSuccess } from '../../../src/tooluse/metrics.ts';
+import { createRetailDomain } from '../../../src/domains/retail/domain.ts';
+import { EpisodeRunner } from '../../../src/domains/retail/synth/episode.ts';
+import { ExpertAgent } from '../../../src/domains/retail/synth/expert.ts';
+import { SynthRng } from '../../../src/domains/retail/synth/rng.ts';
+import type { Message } from '../../../src/tooluse/messages.ts';
+import { RandomAgent } from '../../../src/domains/retail/synth/random-agent.ts';
+import { runRollouts } from '../../../src/domains/retail/synth/rollouts.ts';
+import { TASK_FAMILIES } from '../../../src/domains/retail/synth/scenario.ts';
+import { generateTasks } from '../../../src/domains/retail/synth/task-gen.ts';
+import { ScriptedRetailUser } from '../../../src/domains/retail/synth/user-sim.ts';
+import { generateWorld } from '../../../src/domains/retail/synth/world.ts';
+
+/** 1,000 tasks over two worlds, every family, difficulties 1–3. */
+const sets = [11, 12].map((seed) => {
+  const world = generateWorld(seed);
+  return { world, domain: createRetailDomain({ db: world, policy: 'policy' }), tasks: generateTasks(world, seed * 7, { count: 500 }).tasks };
+});
+
+describe('expert and random agents against the scripted user', () => {
+  it('the expert solves at least 99% of 1,000 generated tasks across all families', async () => {
+    let episodes = 0;
+    let successes = 0;
+    const failures: string[] = [];
+    const families = new Set<string>();
+    for (const { domain, tasks } of sets) {
+      const summary = await runRollouts({
+        domain,
+        tasks,
+        agent: new ExpertAgent(),
+        user: new ScriptedRetailUser(),
+        seed: 3,
+        onEpisode: (t, task) => {
+          families.add(task.longrun.family);
+          if (!isSuccess(t.reward)) failures.push(`${t.taskId} ${task.longrun.family} ${t.terminationReason}`);
+        },
+      });
+      episodes += summary.episodes;
+      successes += Math.round(summary.metrics.successRate * summary.episodes);
+    }
+    assert.equal(episodes, 1000);
+    assert.deepEqual([...families].sort(), [...TASK_FAMILIES].sort());
+    assert.ok(successes / episodes >= 0.99, `expert success ${successes}/${episodes}; failures: ${failures.slice(0, 10).join('; ')}`);
+  });
+
+  it('the expert also solves long multi-request conversations (difficulty 4–5)', async () => {
+    const { domain, world } = sets[1]!;
+    const long = generateTasks(world, 40, { count: 110, difficulty: [4, 5] }).tasks;
+    assert.ok(long.filter((t) => t.longrun.family === 'multi').every((t) => t.longrun.requests.length >= 4));
+    const summary = await runRollouts({ domain, tasks: long, agent: new ExpertAgent(), user: new ScriptedRetailUser(), seed: 8 });
+    assert.ok(summary.metrics.successRate >= 0.99, `success ${summary.metrics.successRate}`);
+    assert.ok(summary.meanSteps > 20, `mean steps ${summary.meanSteps}`);
+  });
+
+  it('the expert asks for confirmation before every write and makes at most one write per request', async () => {
+    const { domain, tasks } = sets[0]!;
+    const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
+    const writes = new Set(domain.tools.filter((t) => t.kind === 'write').map((t) => t.name));
+    for (const task of tasks.slice(0, 120)) {
+      const t = await runner.run(new ExpertAgent(), task.id, 1);
+      let confirmedSinceWrite = false;
+      let writeCount = 0;
+      for (const m of t.messages) {
+        if (m.role === 'user' && /^(Yes)/.test(m.content ?? '')) confirmedSinceWrite = true;
+        if (m.role === 'assistant' && m.toolCalls) {
+          assert.equal(m.toolCalls.length, 1, 'one tool call at a time');
+          assert.equal(m.content, null, 'no text with a tool call');
+          if (writes.has(m.toolCalls[0]!.name)) {
+            assert.ok(confirmedSinceWrite, `task ${task.id}: ${m.toolCalls[0]!.name} without a fresh yes`);
+            confirmedSinceWrite = false;
+            writeCount++;
+          }
+        }
+      }
+      assert.ok(writeCount <= task.longrun.requests.length);
+    }
+  });
+
+  it('a random agent scores near 0 (it only gets tasks whose right outcome is to change nothing)', async () => {
+    const { domain, tasks } = sets[1]!;
+    const summary = await runRollouts({ domain, tasks: tasks.slice(0, 220), agent: new RandomAgent(), user: new ScriptedRetailUser(), seed: 5 });
+    assert.ok(summary.metrics.avgReward < 0.15, `random mean reward ${summary.metrics.avgReward}`);
+    for (const [family, v] of Object.entries(summary.byFamily)) if (family !== 'failed_auth') assert.ok(v.successRate <= 0.05, `${family}: ${v.successRate}`);
+  });
+
+  it('episodes are deterministic given the seed', async () => {
+    const { domain, tasks } = sets[0]!;
+    const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
+    for (const agent of [new ExpertAgent(), new RandomAgent()]) {
+      const a = await runner.run(agent, tasks[5]!.id, 77);
+      const b = await runner.run(agent, tasks[5]!.id, 77);
+      assert.deepEqual(a.messages, b.messages);
+    }
+  });
+
+  it('the expert copes with wrong tool results and odd user texts without throwing', () => {
+    const rng = new SynthRng(21);
+    const junk = ['', 'null', '[]', '{}', '{"order_id": 5}', '{"user_id": "x", "orders": "no"}', 'Error: Order not found', 'Transfer successful', '{"name": "T", "product_id": "1", "variants": 3}'];
+    const texts = ['', 'yes', 'no', 'cancel #W1234567 because', 'my email is a@b.co', 'I\'m Ann Lee, zip code 12345', 'exchange "x"', '\u0000\uffff'];
+    for (let episode = 0; episode < 200; episode++) {
+      const session = new ExpertAgent().start({ task: sets[0]!.tasks[0]!, tools: [], seed: episode });
+      let observed: Message[] = [{ role: 'user', content: rng.pick(texts), toolCalls: null }];
+      for (let turn = 0; turn < 30; turn++) {
+        const t = session.act(observed);
+        const calls = t.toolCalls ?? [];
+        assert.ok((typeof t.content === 'string' && t.content.length > 0) !== calls.length > 0, 'a text or a tool call, not both');
+        observed = calls.length
+          ? [{ role: 'tool', id: 'c', content: rng.pick(junk), requestor: 'assistant', error: rng.chance(0.3) }]
+          : [{ role: 'user', content: rng.pick(texts), toolCalls: null }];
+      }
+    }
+  });
+});
