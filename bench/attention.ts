@@ -1,0 +1,338 @@
+/**
+ * The attention benchmark: sink-aware flex attention (Wasm blockwise kernels) against eager attention that
+ * materialises [Hq, T, S] scores, probabilities and their gradients, at gpt-oss-20b attention shapes (64 query
+ * heads, 8 kv heads, head dim 64, learned sinks; one full-causal layer and one sliding-window-128 layer), forward
+ * + backward, T = 1024 … 32768.
+ *
+ *   npm run bench:attention -- [--max-t N] [--max-t-causal N] [--quick] [--peer] [--budget-gib G] [--relaxed]
+ *   npm run bench:attention -- --render     (rewrites attention.md from attention.json)
+ *
+ * Each (layer, T, implementation) runs in a fresh child process so peak RSS is honest and an OOM kill ends only
+ * that run. Eager is attempted at every T until it fails; it is refused up front when its planned peak (inputs +
+ * 3 full [Hq, T, S] float32 matrices at the backward peak) exceeds the stated budget. The engine's matmul GFLOP/s is
+ * measured in the same session (bench/matmul.ts's benchMatmul, in its own child). With --peer, the PyTorch eager
+ * peer (../shared/tools/torch_eager_sink_attention.py, Debian python3-torch) runs at T = 1024, 2048, 4096.
+ * Writes bench/results/attention.{json,md} after every run (a cut-short sweep still leaves its results). The
+ * full-causal layer costs O(T²): --max-t-causal caps its sweep separately (default: --max-t).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { countAllowedPairs, createBlockMask } from '../src/attention/blockMask.ts';
+import { causalMask, slidingWindowMask } from '../src/attention/masks.ts';
+import { flexAttention } from '../src/attention/wasm.ts';
+import { eagerAttentionWasm, EagerBudgetError } from '../src/attention/eagerWasm.ts';
+import { beginMemoryScope, engineMemory } from '../src/engine/memory.ts';
+import { initRuntime, shutdownRuntime } from '../src/engine/runtime.ts';
+import { Tensor } from '../src/engine/tensor.ts';
+import { benchMatmul } from './matmul.ts';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..');
+const PEER_SCRIPT_REL = '../shared/tools/torch_eager_sink_attention.py';
+const PYTHON = '/usr/bin/python3';
+const HQ = 64, HKV = 8, D = 64, WINDOW = 128;
+const GIB = 2 ** 30;
+
+type Impl = 'flex' | 'eager';
+
+interface ChildJob { impl: Impl; t: number; window: number; block: number; budgetBytes: number; reps: number; relaxed: boolean }
+
+interface ChildResult {
+  ok: boolean;
+  impl: Impl;
+  t: number;
+  window: number;
+  block?: number;
+  reason?: string;
+  fwdMs?: number;
+  fwdBwdMs?: number;
+  usefulPairs?: number;
+  /** Peak engine bytes during forward + backward, inputs included. */
+  peakEngineBytes?: number;
+  /** q, k, v, dO (and sinks): live before the measured region. */
+  inputBytes?: number;
+  peakTags?: Record<string, number>;
+  peakRssBytes?: number;
+  threads?: number;
+  relaxed?: boolean;
+  plannedBytes?: number;
+}
+
+/** FLOP convention (same as the peer script): forward 4·d per allowed (q, k) pair, backward 2.5× forward. */
+function usefulFlops(pairs: number): { fwd: number; fwdBwd: number } {
+  const fwd = 4 * D * pairs;
+  return { fwd, fwdBwd: 3.5 * fwd };
+}
+
+// ------------------------------------------------------------------------------------------------- child side
+
+function runChild(job: ChildJob): ChildResult {
+  const rt = initRuntime({ relaxed: job.relaxed ? true : 'auto' });
+  const base = { impl: job.impl, t: job.t, window: job.window, block: job.block, threads: rt.threads, relaxed: rt.relaxed };
+  const mask = job.window > 0 ? slidingWindowMask(job.window) : causalMask();
+  const blockMask = createBlockMask(mask, job.t, job.t, job.block);
+  const usefulPairs = countAllowedPairs(blockMask) * HQ;
+  const q = Tensor.randn([HQ, job.t, D], 1, { tag: 'bench.inputs' });
+  const k = Tensor.randn([HKV, job.t, D], 2, { tag: 'bench.inputs' });
+  const v = Tensor.randn([HKV, job.t, D], 3, { tag: 'bench.inputs' });
+  const dO = Tensor.randn([HQ, job.t, D], 4, { tag: 'bench.inputs', std: 0.1 });
+  const sinks = Float32Array.from({ length: HQ }, (_, h) => ((h % 7) - 3) * 0.25);
+  const inputBytes = engineMemory.liveBytes;
+  const plannedBytes = inputBytes + 3 * HQ * job.t * job.t * 4;
+  if (job.impl === 'eager' && plannedBytes > job.budgetBytes) {
+    return { ...base, ok: false, reason: `refused: planned peak ${(plannedBytes / GIB).toFixed(1)} GiB > budget ${(job.budgetBytes / GIB).toFixed(1)} GiB`, plannedBytes, usefulPairs };
+  }
+  const opts = { blockMask, sinks, gqa: true, checkFinite: false, budgetBytes: job.budgetBytes };
+  let bestFwd = Infinity, bestTotal = Infinity, peak = 0;
+  const peakTags: Record<string, number> = {};
+  for (let rep = 0; rep < job.reps; rep++) {
+    const scope = beginMemoryScope();
+    const t0 = performance.now();
+    const out = job.impl === 'flex' ? flexAttention(q, k, v, opts) : eagerAttentionWasm(q, k, v, opts);
+    const t1 = performance.now();
+    const g = out.backward(dO);
+    const t2 = performance.now();
+    const r = scope.end();
+    for (const x of [g.dq, g.dk, g.dv]) x.dispose();
+    out.dispose();
+    bestFwd = Math.min(bestFwd, t1 - t0);
+    bestTotal = Math.min(bestTotal, t2 - t0);
+    peak = Math.max(peak, r.peakBytes);
+    for (const [tag, tr] of Object.entries(r.tags)) if (tr.peakBytes > 0) peakTags[tag] = Math.max(peakTags[tag] ?? 0, tr.peakBytes);
+  }
+  return {
+    ...base, ok: true, fwdMs: bestFwd, fwdBwdMs: bestTotal, usefulPairs, peakEngineBytes: peak, inputBytes, peakTags,
+    peakRssBytes: process.resourceUsage().maxRSS * 1024, plannedBytes: job.impl === 'eager' ? plannedBytes : undefined,
+  };
+}
+
+async function childMain(arg: string): Promise<void> {
+  if (arg === 'matmul') {
+    const relaxed = process.argv.includes('--relaxed');
+    const rt = initRuntime({ relaxed: relaxed ? true : 'auto' });
+    const res = benchMatmul([{ M: 512, K: 512, N: 512 }, { M: 2048, K: 256, N: 1024 }], [rt.maxThreads]);
+    console.log(JSON.stringify(res));
+    await shutdownRuntime();
+    return;
+  }
+  const job = JSON.parse(arg) as ChildJob;
+  let res: ChildResult;
+  try {
+    res = runChild(job);
+  } catch (err) {
+    const e = err as Error;
+    const reason = e instanceof EagerBudgetError ? `refused by budget: ${e.message}`
+      : /allocation failed|out of memory|Invalid typed array length/i.test(e.message) ? `out of memory: ${e.message}` : `error: ${e.message}`;
+    res = { ok: false, impl: job.impl, t: job.t, window: job.window, block: job.block, reason };
+  }
+  console.log(JSON.stringify(res));
+  await shutdownRuntime();
+}
+
+// ------------------------------------------------------------------------------------------------ parent side
+
+interface Args { maxT: number; maxTCausal: number; quick: boolean; peer: boolean; budgetGiB: number; relaxed: boolean }
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { maxT: 32768, maxTCausal: Infinity, quick: false, peer: false, budgetGiB: 20, relaxed: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--max-t') args.maxT = Number(argv[++i]);
+    else if (a === '--max-t-causal') args.maxTCausal = Number(argv[++i]);
+    else if (a === '--quick') args.quick = true;
+    else if (a === '--peer') args.peer = true;
+    else if (a === '--budget-gib') args.budgetGiB = Number(argv[++i]);
+    else if (a === '--relaxed') args.relaxed = true;
+    else throw new Error(`bench:attention: unknown option '${a}' (use --max-t N, --max-t-causal N, --quick, --peer, --budget-gib G, --relaxed)`);
+  }
+  if (args.quick) args.maxT = Math.min(args.maxT, 2048);
+  args.maxTCausal = Math.min(args.maxTCausal, args.maxT);
+  for (const [name, v] of [['--max-t', args.maxT], ['--max-t-causal', args.maxTCausal]] as const) {
+    if (!Number.isInteger(Math.log2(v)) || v < 1024) throw new Error(`${name} must be a power of two ≥ 1024`);
+  }
+  return args;
+}
+
+function spawnChild(arg: string, extra: string[] = []): { out: string; status: number | null; signal: string | null; stderr: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', arg, ...extra], {
+    cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024,
+  });
+  return { out: r.stdout ?? '', status: r.status, signal: r.signal, stderr: r.stderr ?? '' };
+}
+
+function lastJsonLine(s: string): unknown {
+  const lines = s.trim().split('\n').filter((l) => l.startsWith('{') || l.startsWith('['));
+  return lines.length ? JSON.parse(lines[lines.length - 1]) : undefined;
+}
+
+function runJob(job: ChildJob): ChildResult {
+  const r = spawnChild(JSON.stringify(job));
+  const parsed = lastJsonLine(r.out) as ChildResult | undefined;
+  if (parsed) return parsed;
+  const why = r.signal === 'SIGKILL' ? 'killed by SIGKILL (the kernel OOM killer)' : r.signal ? `killed by ${r.signal}` : `exit ${r.status}`;
+  const tail = r.stderr.trim().split('\n').slice(-2).join(' ').slice(0, 300);
+  return { ok: false, impl: job.impl, t: job.t, window: job.window, block: job.block, reason: /heap out of memory|allocation failed/i.test(r.stderr) ? `out of memory (${why}): ${tail}` : `${why}: ${tail}` };
+}
+
+interface PeerResult { T: number; window: number; fwd_s?: number; fwdbwd_s?: number; useful_gflops_fwdbwd?: number; peak_rss_gb?: number; peer?: string; error?: string }
+
+function runPeer(t: number, window: number): PeerResult {
+  const script = join(ROOT, PEER_SCRIPT_REL);
+  const r = spawnSync(PYTHON, [script, String(t), ...(window ? [String(window)] : [])], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const parsed = lastJsonLine(r.stdout ?? '') as PeerResult | undefined;
+  if (parsed) return parsed;
+  return { T: t, window, error: r.signal ? `killed by ${r.signal}` : `exit ${r.status}: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0]}` };
+}
+
+function peerAvailable(): string | undefined {
+  if (!existsSync(PYTHON)) return `${PYTHON} not found`;
+  if (!existsSync(join(ROOT, PEER_SCRIPT_REL))) return `${PEER_SCRIPT_REL} not found`;
+  const r = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' });
+  return r.status === 0 ? undefined : 'python3-torch is not installed (apt-get install -y python3-torch)';
+}
+
+const gib = (b?: number): string => (b === undefined ? '–' : (b / GIB).toFixed(b < GIB ? 3 : 2));
+const sec = (ms?: number): string => (ms === undefined ? '–' : (ms / 1000).toFixed(ms < 10000 ? 3 : 1));
+
+function gflops(r: ChildResult, which: 'fwd' | 'fwdBwd'): number | undefined {
+  if (!r.ok || r.usefulPairs === undefined) return undefined;
+  const f = usefulFlops(r.usefulPairs);
+  const ms = which === 'fwd' ? r.fwdMs! : r.fwdBwdMs!;
+  return (which === 'fwd' ? f.fwd : f.fwdBwd) / (ms * 1e6);
+}
+
+function layerName(window: number): string {
+  return window ? `window ${window}` : 'full causal';
+}
+
+function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gflops: number; shape: string }[], peers: PeerResult[], peerNote: string | undefined, started: string, finished: boolean): string {
+  const L: string[] = [];
+  const best = Math.max(...matmul.map((m) => m.gflops));
+  L.push('# Sink-aware flex attention vs eager attention (gpt-oss-20b attention shapes)', '');
+  if (!finished) L.push('**Partial: the sweep was still running (or was cut short) when this was written.**', '');
+  L.push(`Made by \`${cmd}\` · started ${started} · ${cpus()[0]?.model ?? 'cpu'} · ${cpus().length} cores · ${(totalmem() / GIB).toFixed(0)} GiB · Node ${process.versions.node}.`);
+  L.push(`Shapes: Hq = ${HQ}, Hkv = ${HKV}, d = ${D}, float32, learned sinks, batch 1; one forward + backward per run` +
+    `, best of ${args.quick ? 'up to 3' : '3 (T ≤ 2048) or 1'} runs. Each (layer, T, implementation) is a fresh child process.`);
+  L.push(`Flex: Wasm SIMD blockwise kernels, tiles 128 (full causal) / 32 (window), only listed tiles computed. Eager: every [Hq, T, S] ` +
+    `matrix materialised (scores, probs, dP, dS) in JS memory, products by Wasm kernels per head. Eager memory budget: ${args.budgetGiB} GiB ` +
+    `(refused when inputs + 3 full fp32 [Hq, T, T] matrices exceed it).`);
+  L.push(`Useful FLOPs: forward 4·d per allowed (q, k) pair, backward 2.5× forward (fwd+bwd = 14·d per pair; the peer script's convention).`);
+  L.push(`Engine matmul (same session, ${matmul[0] ? `${matmul.length} shapes` : 'not measured'}): ${matmul.map((m) => `${m.shape} ${m.gflops.toFixed(1)} GFLOP/s`).join(', ')}.`, '');
+  L.push('## Memory (forward + backward)', '');
+  L.push('Working set = peak engine bytes − inputs (q, k, v, dO). RSS = peak resident set of the child process.', '');
+  L.push('| layer | T | flex peak engine GiB | flex working set GiB | flex RSS GiB | eager peak engine GiB | eager working set GiB | eager RSS GiB | flex / eager working set |');
+  L.push('|---|---|---|---|---|---|---|---|---|');
+  for (const window of [0, WINDOW]) {
+    for (const t of [...new Set(results.filter((r) => r.window === window).map((r) => r.t))].sort((a, b) => a - b)) {
+      const f = results.find((r) => r.window === window && r.t === t && r.impl === 'flex');
+      const e = results.find((r) => r.window === window && r.t === t && r.impl === 'eager');
+      const fw = f?.ok ? f.peakEngineBytes! - f.inputBytes! : undefined;
+      const ew = e?.ok ? e.peakEngineBytes! - e.inputBytes! : undefined;
+      const fail = (r?: ChildResult): string => (r ? `**failed**: ${r.reason}` : 'not attempted (failed at a smaller T)');
+      L.push(`| ${layerName(window)} | ${t} | ${f?.ok ? gib(f.peakEngineBytes) : fail(f)} | ${gib(fw)} | ${f?.ok ? gib(f.peakRssBytes) : '–'} | ` +
+        `${e?.ok ? gib(e.peakEngineBytes) : fail(e)} | ${gib(ew)} | ${e?.ok ? gib(e.peakRssBytes) : '–'} | ${fw !== undefined && ew !== undefined ? `1/${(ew / fw).toFixed(0)}` : '–'} |`);
+    }
+  }
+  L.push('', '## Speed', '');
+  L.push(`| layer | T | impl | fwd s | fwd+bwd s | fwd GFLOP/s | fwd+bwd GFLOP/s | fwd+bwd / best matmul (${best.toFixed(1)}) | flex speed-up (fwd+bwd) |`);
+  L.push('|---|---|---|---|---|---|---|---|---|');
+  for (const window of [0, WINDOW]) {
+    for (const r of results.filter((x) => x.window === window && x.ok).sort((a, b) => a.t - b.t || a.impl.localeCompare(b.impl))) {
+      const other = results.find((x) => x.window === window && x.t === r.t && x.impl === 'eager' && x.ok);
+      const speedup = r.impl === 'flex' && other ? `${(other.fwdBwdMs! / r.fwdBwdMs!).toFixed(1)}×` : '';
+      L.push(`| ${layerName(window)} | ${r.t} | ${r.impl} | ${sec(r.fwdMs)} | ${sec(r.fwdBwdMs)} | ${gflops(r, 'fwd')!.toFixed(1)} | ${gflops(r, 'fwdBwd')!.toFixed(1)} | ${(100 * gflops(r, 'fwdBwd')! / best).toFixed(0)}% | ${speedup} |`);
+    }
+    for (const p of peers.filter((x) => x.window === window)) {
+      L.push(`| ${layerName(window)} | ${p.T} | peer: ${p.peer ?? 'torch eager'} | ${p.fwd_s ?? '–'} | ${p.fwdbwd_s ?? p.error ?? '–'} | – | ${p.useful_gflops_fwdbwd ?? '–'} | | peak RSS ${p.peak_rss_gb ?? '–'} GB |`);
+    }
+  }
+  if (peerNote) L.push('', `Peer: ${peerNote}`);
+  return L.join('\n') + '\n';
+}
+
+interface SavedRun {
+  command: string; started: string; finished: string | null; matmul: { M: number; K: number; N: number; gflops: number }[];
+  results: ChildResult[]; peers: PeerResult[]; peerNote?: string;
+}
+
+/** Re-renders attention.md from attention.json (e.g. after a change to the table layout). */
+function render(): void {
+  const file = join(HERE, 'results', 'attention.json');
+  const saved = JSON.parse(readFileSync(file, 'utf8')) as SavedRun;
+  const argv = saved.command.split(' -- ')[1]?.split(' ') ?? [];
+  const matmul = saved.matmul.map((m) => ({ shape: `${m.M}×${m.K}·${m.K}×${m.N}`, gflops: m.gflops }));
+  writeFileSync(join(HERE, 'results', 'attention.md'), markdown(saved.command, parseArgs(argv), saved.results, matmul, saved.peers, saved.peerNote, saved.started, saved.finished !== null));
+  console.log('rewrote bench/results/attention.md from attention.json');
+}
+
+async function parentMain(): Promise<void> {
+  if (process.argv.includes('--render')) { render(); return; }
+  const args = parseArgs(process.argv.slice(2));
+  const cmd = ['npm run bench:attention', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
+  const started = new Date().toISOString();
+  const budgetBytes = args.budgetGiB * GIB;
+  const relaxedFlag = args.relaxed ? ['--relaxed'] : [];
+
+  console.log('engine matmul …');
+  const mm = spawnChild('matmul', relaxedFlag);
+  const mmRes = (lastJsonLine(mm.out) as { M: number; K: number; N: number; gflops: number }[] | undefined) ?? [];
+  const matmul = mmRes.map((m) => ({ shape: `${m.M}×${m.K}·${m.K}×${m.N}`, gflops: m.gflops }));
+
+  const results: ChildResult[] = [];
+  const peers: PeerResult[] = [];
+  let peerNote: string | undefined = args.peer ? 'pending' : 'not run (pass --peer).';
+  const outDir = join(HERE, 'results');
+  mkdirSync(outDir, { recursive: true });
+  const write = (finished: boolean): void => {
+    const json = {
+      command: cmd, started, finished: finished ? new Date().toISOString() : null, shapes: { hq: HQ, hkv: HKV, d: D, window: WINDOW }, budgetBytes,
+      flopConvention: 'fwd 4·d per allowed pair; fwd+bwd 3.5× fwd', matmul: mmRes, results, peers, peerNote,
+    };
+    writeFileSync(join(outDir, 'attention.json'), JSON.stringify(json, null, 2) + '\n');
+    writeFileSync(join(outDir, 'attention.md'), markdown(cmd, args, results, matmul, peers, peerNote, started, finished));
+  };
+  // Cheap runs first (window layer, full causal up to 4096, the peer), then the long O(T²) full-causal runs, so a
+  // sweep cut short still holds every comparison.
+  const eagerFailed = new Set<number>();
+  const runLayer = (window: number, from: number, to: number): void => {
+    for (let t = from; t <= to; t *= 2) {
+      for (const impl of ['flex', 'eager'] as const) {
+        if (impl === 'eager' && eagerFailed.has(window)) continue;
+        const job: ChildJob = { impl, t, window, block: window ? 32 : 128, budgetBytes, reps: t <= 2048 ? 3 : 1, relaxed: args.relaxed };
+        process.stdout.write(`${layerName(window)} T=${t} ${impl} … `);
+        const r = runJob(job);
+        results.push(r);
+        console.log(r.ok ? `fwd+bwd ${sec(r.fwdBwdMs)} s, peak ${gib(r.peakEngineBytes)} GiB, RSS ${gib(r.peakRssBytes)} GiB` : `failed: ${r.reason}`);
+        if (impl === 'eager' && !r.ok) eagerFailed.add(window);
+        write(false);
+      }
+    }
+  };
+  runLayer(WINDOW, 1024, args.maxT);
+  runLayer(0, 1024, Math.min(4096, args.maxTCausal));
+
+  if (args.peer) {
+    const missing = peerAvailable();
+    if (missing) peerNote = `skipped: ${missing}.`;
+    else {
+      peerNote = `PyTorch eager (${PEER_SCRIPT_REL}), 2 threads, run in this session between the runs above and the full-causal runs at T ≥ 8192 (fwd s / fwd+bwd s / useful GFLOP/s / peak RSS as the script prints them).`;
+      for (const window of [0, WINDOW]) for (const t of [1024, 2048, 4096].filter((x) => x <= args.maxT)) {
+        process.stdout.write(`peer ${layerName(window)} T=${t} … `);
+        const p = runPeer(t, window);
+        peers.push(p);
+        console.log(p.error ?? `fwd+bwd ${p.fwdbwd_s} s`);
+        write(false);
+      }
+    }
+  }
+  runLayer(0, 8192, args.maxTCausal);
+  write(true);
+  console.log('wrote bench/results/attention.{json,md}');
+}
+
+const childIdx = process.argv.indexOf('--child');
+if (childIdx >= 0) await childMain(process.argv[childIdx + 1]);
+else await parentMain();

@@ -1,0 +1,89 @@
+/** The work behind `longrun model …` (the CLI file only parses arguments and prints). */
+import { existsSync, statSync } from 'node:fs';
+import { loadBpeModel } from '../../llm/bpeModel.ts';
+import { presetConfig } from '../config.ts';
+import { GptOssModel } from '../model.ts';
+import { countParams } from '../params.ts';
+import { CheckpointError } from './errors.ts';
+import { exportGguf } from './gguf-export.ts';
+import { loadCheckpoint, saveCheckpoint, type StoredFloat } from './hf.ts';
+import { loadModel, saveModel } from './model-io.ts';
+
+export interface InitCommandOptions {
+  preset: string;
+  seed: number;
+  out: string;
+  dtype?: StoredFloat;
+  mxfp4?: boolean;
+}
+
+/** Random init (the model's seeded normal(0, initializer_range)), written as an HF checkpoint. */
+export function initCommand(o: InitCommandOptions): { dir: string; files: string[]; params: number } {
+  if (!Number.isSafeInteger(o.seed)) throw new CheckpointError('BAD_ARGUMENT', `--seed must be an integer, got ${o.seed}`);
+  const config = presetConfig(o.preset);
+  const model = new GptOssModel(config, { seed: o.seed, grads: false });
+  try {
+    const { files } = saveModel(o.out, model, { dtype: o.dtype, mxfp4Experts: o.mxfp4 });
+    return { dir: o.out, files, params: countParams(config).total };
+  } finally {
+    model.dispose();
+  }
+}
+
+export interface ExportCommandOptions {
+  format: 'gguf' | 'safetensors';
+  out: string;
+  /** gguf: F32 or F16 matrices; safetensors: F32, BF16 or F16. */
+  dtype?: StoredFloat;
+  mxfp4?: boolean;
+  /** A longrun BPE tokenizer JSON file whose vocabulary goes into the GGUF file. */
+  tokenizer?: string;
+  name?: string;
+}
+
+/** Re-encodes a checkpoint: to GGUF (a file) or to an HF safetensors checkpoint directory (other dtype / MXFP4). */
+export function exportCommand(dir: string, o: ExportCommandOptions): { out: string; bytes: number } {
+  const loaded = loadCheckpoint(dir);
+  if (o.format === 'gguf') {
+    if (o.dtype === 'BF16') throw new CheckpointError('BAD_ARGUMENT', 'GGUF export writes F32 or F16 matrices; --dtype bf16 is for safetensors');
+    if (o.mxfp4) throw new CheckpointError('BAD_ARGUMENT', '--mxfp4 applies to safetensors export only');
+    const tokenizer = o.tokenizer === undefined ? undefined : loadBpeModel(o.tokenizer);
+    exportGguf(o.out, loaded.config, loaded.params, { type: o.dtype ?? 'F32', tokenizer, name: o.name });
+    return { out: o.out, bytes: statSync(o.out).size };
+  }
+  if (o.format !== 'safetensors') throw new CheckpointError('BAD_ARGUMENT', `unknown export format '${String(o.format)}' (use gguf or safetensors)`);
+  if (o.tokenizer !== undefined) throw new CheckpointError('BAD_ARGUMENT', '--tokenizer applies to GGUF export only');
+  if (existsSync(o.out) && !statSync(o.out).isDirectory()) throw new CheckpointError('BAD_ARGUMENT', `${o.out} exists and is not a directory; safetensors export writes a checkpoint directory`);
+  const { files } = saveCheckpoint(o.out, loaded.config, loaded.params, { dtype: o.dtype, mxfp4Experts: o.mxfp4 });
+  return { out: o.out, bytes: files.reduce((n, f) => n + statSync(`${o.out}/${f}`).size, 0) };
+}
+
+/** Parses "1,2,3" into token ids. */
+export function parseTokenList(text: string): number[] {
+  const parts = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (parts.length === 0) throw new CheckpointError('BAD_ARGUMENT', '--tokens needs at least one token id, e.g. --tokens 1,2,3');
+  return parts.map((p) => {
+    if (!/^\d+$/.test(p)) throw new CheckpointError('BAD_ARGUMENT', `--tokens: '${p}' is not a non-negative integer token id`);
+    return Number(p);
+  });
+}
+
+/** The full-vocabulary log-softmax at every position of `tokens` ([T][V]). */
+export function logprobsCommand(dir: string, tokens: readonly number[]): number[][] {
+  const model = loadModel(dir);
+  try {
+    const V = model.config.vocab_size;
+    const bad = tokens.find((t) => t >= V);
+    if (bad !== undefined) throw new CheckpointError('BAD_ARGUMENT', `token id ${bad} is outside the vocabulary (vocab_size ${V})`);
+    const result = model.logprobs({ tokens }, { fullLogprobs: true });
+    const full = result.fullLogprobs!;
+    try {
+      const data = full.data();
+      return Array.from({ length: tokens.length }, (_, i) => Array.from(data.subarray(i * V, (i + 1) * V)));
+    } finally {
+      full.dispose();
+    }
+  } finally {
+    model.dispose();
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * Batched generation with a KV cache: one packed prefill over all prompts (document mask, so prompts of any
+ * lengths share one forward), then decode steps that run the batch's new tokens together through the
+ * projections / MoE / head and attend per sequence against its own cache (full layers: every position; sliding
+ * layers: a ring buffer of the last W keys).
+ *
+ * Randomness: sequence b draws from its own generator seeded from (seed, b), so a sequence's tokens depend only
+ * on the seed, its index and the model — the same seed gives the same tokens. See sampling.ts for the log-prob
+ * definition (temperature-scaled, full vocabulary).
+ */
+import { Rng, Tensor } from '../engine/index.ts';
+import { createBlockMask } from '../attention/blockMask.ts';
+import { blockwiseForward } from '../attention/blockwise.ts';
+import { causalMask, slidingWindowMask } from '../attention/masks.ts';
+import { projectQkv } from './layers/attention.ts';
+import { TAG } from './layers/context.ts';
+import { embeddingForward } from './layers/embedding.ts';
+import { disposeLinearSaved, linearForward } from './layers/linear.ts';
+import { denseMlpForward, disposeDenseMlpSaved } from './layers/mlp.ts';
+import { disposeMoeSaved, moeForward } from './layers/moe.ts';
+import { LayerKvCache } from './kvcache.ts';
+import type { GptOssModel } from './model.ts';
+import { sampleToken, validateSampling, type SamplingOptions } from './sampling.ts';
+
+export interface GenerateOptions extends SamplingOptions {
+  maxNewTokens: number;
+  /** Generation of a sequence stops after it samples one of these (the stop token is kept in the output). */
+  stopTokenIds?: readonly number[];
+  seed?: number;
+  /** Run LoRA adapters (default true). */
+  adapters?: boolean;
+}
+
+export interface GeneratedSequence {
+  /** New tokens only. */
+  tokens: Int32Array;
+  /** Log-prob of each new token under the temperature-scaled distribution. */
+  logprobs: Float32Array;
+  finishReason: 'stop' | 'length';
+}
+
+export interface GenerateResult {
+  sequences: GeneratedSequence[];
+  prefillTokens: number;
+  decodeSteps: number;
+}
+
+/** Caches of one sequence, one per layer. */
+export type SequenceCache = LayerKvCache[];
+
+export function createCaches(model: GptOssModel, capacity: number): SequenceCache {
+  const c = model.config;
+  return c.layer_types.map((kind) => (kind === 'sliding_attention'
+    ? new LayerKvCache(c.num_key_value_heads, c.head_dim, c.sliding_window, true)
+    : new LayerKvCache(c.num_key_value_heads, c.head_dim, capacity, false)));
+}
+
+/**
+ * Prefill: runs the prompts packed, fills each sequence's caches and returns the logits rows of each prompt's
+ * last token as [B, V] log-softmax values (same argmax / softmax as the logits).
+ */
+export function prefill(model: GptOssModel, prompts: Int32Array[], caches: SequenceCache[], adapters = true): Float32Array {
+  const lens = prompts.map((p) => p.length);
+  const offsets = lens.map((_, i) => lens.slice(0, i).reduce((a, b) => a + b, 0));
+  const tokens = Int32Array.from(prompts.flatMap((p) => [...p]));
+  const docIds = lens.flatMap((n, i) => Array<number>(n).fill(i));
+  const rows = Int32Array.from(lens.map((n, i) => offsets[i] + n - 1));
+  const r = model.forward({ tokens, docIds }, {
+    grad: false, adapters, rows, fullLogprobs: true,
+    captureKv: (layer, k, v) => {
+      const kd = k.data(), vd = v.data(), N = tokens.length;
+      for (let b = 0; b < prompts.length; b++) for (let i = 0; i < lens[b]; i++) caches[b][layer].append(kd, vd, N, offsets[b] + i);
+    },
+  });
+  const out = r.fullLogprobs!.toArray();
+  r.fullLogprobs!.dispose();
+  return out;
+}
+
+/**
+ * One decode step for B sequences: token b sits at position caches[b][·].length. Appends the new keys and
+ * returns the logits [B, V].
+ */
+export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: SequenceCache[], adapters = true): Float32Array {
+  const cfg = model.config, ctx = model.ctx, be = ctx.backend;
+  const B = tokens.length, { hq, hkv, d } = model.dims;
+  const positions = Int32Array.from(caches.map((c) => c[0].length));
+  let x = embeddingForward(ctx, model.param('model.embed_tokens.weight'), tokens);
+  for (const L of model.layers) {
+    const n1 = be.rmsnorm(x, L.ln1.weight, cfg.rms_norm_eps, { tag: TAG.act });
+    const { qh, kh, vh, sq, sk, sv } = projectQkv(ctx, L.attn, model.dims, n1.y, positions, model.rope, adapters);
+    n1.y.dispose(); n1.rstd.dispose();
+    for (const s of [sq, sk, sv]) disposeLinearSaved(s);
+    const orows = Tensor.empty([B, hq * d], { tag: TAG.act });
+    const od = orows.data(), qd = qh.data(), kd = kh.data(), vd = vh.data();
+    const sinks = L.attn.sinks.toArray();
+    const q1 = new Float32Array(hq * d);
+    for (let b = 0; b < B; b++) {
+      const cache = caches[b][L.index];
+      cache.append(kd, vd, B, b);
+      for (let h = 0; h < hq; h++) q1.set(qd.subarray((h * B + b) * d, (h * B + b + 1) * d), h * d);
+      const kv = cache.ordered();
+      const mask = cache.ring ? slidingWindowMask(cfg.sliding_window) : causalMask();
+      const qPos = cache.length - 1 - kv.firstPos;
+      const blockMask = createBlockMask(mask, 1, kv.len, ctx.attnBlock, { qOffset: qPos });
+      const res = blockwiseForward({ data: q1, shape: [hq, 1, d] }, { data: kv.k, shape: [hkv, kv.len, d] }, { data: kv.v, shape: [hkv, kv.len, d] },
+        { blockMask, sinks, scale: 1 / Math.sqrt(d), gqa: hq !== hkv, checkFinite: false });
+      od.set(res.o.data, b * hq * d);
+    }
+    qh.dispose(); kh.dispose(); vh.dispose();
+    const o = linearForward(ctx, L.attn.o, orows, adapters);
+    orows.dispose(); disposeLinearSaved(o.saved);
+    const x2 = be.add(x, o.y, { tag: TAG.act });
+    o.y.dispose(); x.dispose();
+    const n2 = be.rmsnorm(x2, L.ln2.weight, cfg.rms_norm_eps, { tag: TAG.act });
+    let m: Tensor;
+    if (L.moe) {
+      const r = moeForward(ctx, L.moe, n2.y, cfg.num_experts_per_tok, cfg.swiglu_limit, adapters);
+      disposeMoeSaved(r.saved); m = r.y;
+    } else {
+      const r = denseMlpForward(ctx, L.dense!, n2.y, cfg.swiglu_limit, adapters);
+      disposeDenseMlpSaved(r.saved); m = r.y;
+    }
+    n2.y.dispose(); n2.rstd.dispose();
+    x = be.add(x2, m, { tag: TAG.act });
+    x2.dispose(); m.dispose();
+  }
+  const fn = be.rmsnorm(x, model.param('model.norm.weight'), cfg.rms_norm_eps, { tag: TAG.act });
+  x.dispose();
+  const logits = be.matmul(fn.y, model.param('lm_head.weight'), { transB: true, tag: TAG.logits });
+  fn.y.dispose(); fn.rstd.dispose();
+  const out = logits.toArray();
+  logits.dispose();
+  return out;
+}
+
+export function generate(model: GptOssModel, prompts: readonly (Int32Array | readonly number[])[], options: GenerateOptions): GenerateResult {
+  validateSampling(options);
+  if (!(Number.isInteger(options.maxNewTokens) && options.maxNewTokens >= 0)) throw new RangeError(`maxNewTokens must be a non-negative integer, got ${options.maxNewTokens}`);
+  if (prompts.length === 0) throw new RangeError('generate: no prompts');
+  const ps = prompts.map((p, i) => {
+    if (p.length === 0) throw new RangeError(`generate: prompt ${i} is empty`);
+    return p instanceof Int32Array ? p : Int32Array.from(p);
+  });
+  const maxLen = Math.max(...ps.map((p) => p.length)) + options.maxNewTokens;
+  if (maxLen > model.config.max_position_embeddings) throw new RangeError(`generate: ${maxLen} positions exceed max_position_embeddings ${model.config.max_position_embeddings}`);
+  const adapters = options.adapters ?? true;
+  const stop = new Set(options.stopTokenIds ?? []);
+  const V = model.config.vocab_size;
+  const seed = options.seed ?? 0;
+  const rngs = ps.map((_, b) => new Rng((Math.imul(seed, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca6b)) >>> 0));
+  const caches = ps.map((p) => createCaches(model, p.length + options.maxNewTokens));
+  const outTokens = ps.map(() => [] as number[]), outLogprobs = ps.map(() => [] as number[]);
+  const finish: ('stop' | 'length')[] = ps.map(() => 'length');
+  let decodeSteps = 0;
+  try {
+    if (options.maxNewTokens === 0) return { sequences: ps.map(() => ({ tokens: new Int32Array(0), logprobs: new Float32Array(0), finishReason: 'length' })), prefillTokens: 0, decodeSteps: 0 };
+    let logits = prefill(model, ps, caches, adapters);
+    let active = ps.map((_, b) => b);
+    for (;;) {
+      const next: number[] = [], nextTokens: number[] = [];
+      active.forEach((b, row) => {
+        const s = sampleToken(logits.subarray(row * V, (row + 1) * V), options, rngs[b]);
+        outTokens[b].push(s.token);
+        outLogprobs[b].push(s.logprob);
+        if (stop.has(s.token)) finish[b] = 'stop';
+        else if (outTokens[b].length < options.maxNewTokens) { next.push(b); nextTokens.push(s.token); }
+      });
+      if (next.length === 0) break;
+      active = next;
+      logits = decodeStep(model, Int32Array.from(nextTokens), active.map((b) => caches[b]), adapters);
+      decodeSteps++;
+    }
+  } finally {
+    for (const c of caches) for (const l of c) l.dispose();
+  }
+  return {
+    sequences: ps.map((_, b) => ({ tokens: Int32Array.from(outTokens[b]), logprobs: Float32Array.from(outLogprobs[b]), finishReason: finish[b] })),
+    prefillTokens: ps.reduce((a, p) => a + p.length, 0),
+    decodeSteps,
+  };
+}

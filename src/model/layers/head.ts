@@ -1,0 +1,54 @@
+/**
+ * Untied unembedding and per-token log-probabilities.
+ *   logits = h Whᵀ [N, V] (lm_head.weight [V, C], no bias)
+ *   logprob_n = logits[n, t_n] − logsumexp(logits[n])   (targets −1 → 0, no gradient)
+ * The loss built on top (model.ts) is −Σ m_n logprob_n / Σ m_n with the loss mask m.
+ * Backward from dlogprob: dlogits = −dlogprob_n · (softmax(logits_n) − onehot(t_n)) (the engine's cross-entropy
+ * backward with dloss = −dlogprob), dWh += dlogitsᵀ h, dh = dlogits Wh.
+ */
+import { Tensor } from '../../engine/index.ts';
+import { TAG, type LayerContext } from './context.ts';
+
+export interface HeadSaved {
+  h: Tensor;
+  logits: Tensor;
+  lse: Tensor;
+  targets: Int32Array;
+}
+
+export function headForward(ctx: LayerContext, weight: Tensor, h: Tensor, targets: Int32Array): { logprobs: Float32Array; saved: HeadSaved } {
+  const be = ctx.backend;
+  const V = weight.shape[0];
+  for (let i = 0; i < targets.length; i++) {
+    if (targets[i] !== -1 && !(targets[i] >= 0 && targets[i] < V)) throw new RangeError(`targets[${i}] = ${targets[i]} is outside the vocabulary [0, ${V}) (use −1 for none)`);
+  }
+  const logits = be.matmul(h, weight, { transB: true, tag: TAG.logits });
+  const ce = be.crossEntropy(logits, targets, { tag: TAG.act });
+  const logprobs = new Float32Array(targets.length);
+  const l = ce.loss.data();
+  for (let i = 0; i < logprobs.length; i++) logprobs[i] = targets[i] >= 0 ? -l[i] : 0;
+  ce.loss.dispose();
+  return { logprobs, saved: { h, logits, lse: ce.lse, targets } };
+}
+
+/** Full-vocabulary log-softmax of the saved logits, [N, V] (a new tensor). */
+export function headLogSoftmax(ctx: LayerContext, s: HeadSaved): Tensor {
+  return ctx.backend.logSoftmax(s.logits, { tag: TAG.logits });
+}
+
+export function headBackward(ctx: LayerContext, weight: Tensor, gradWeight: Tensor | undefined, s: HeadSaved, dlogprobs: Float32Array): Tensor {
+  const be = ctx.backend, N = s.targets.length;
+  const dloss = Tensor.empty([N], { tag: TAG.temp });
+  const dd = dloss.data();
+  for (let i = 0; i < N; i++) dd[i] = -dlogprobs[i];
+  const dlogits = be.crossEntropyBackward(s.logits, s.targets, s.lse, dloss, { tag: TAG.logits });
+  dloss.dispose();
+  if (gradWeight) be.matmul(dlogits, s.h, { transA: true, out: gradWeight, accumulate: true });
+  const dh = be.matmul(dlogits, weight, { tag: TAG.act });
+  dlogits.dispose();
+  return dh;
+}
+
+export function disposeHeadSaved(s: HeadSaved): void {
+  s.logits.dispose(); s.lse.dispose();
+}
