@@ -7,6 +7,7 @@ import { register as gen } from './gen.ts';
 import { register as model } from './model.ts';
 import { register as rollout } from './rollout.ts';
 import { register as serve } from './serve.ts';
+import { register as sft } from './sft.ts';
 import { register as tau2 } from './tau2.ts';
 import { register as train } from './train.ts';
 
@@ -17,7 +18,7 @@ program
   .version('0.1.0')
   .showHelpAfterError();
 
-for (const reg of [tau2, env, gen, rollout, model, train, evalCmd, serve, dashboard, demo]) reg(program);
+for (const reg of [tau2, env, gen, rollout, model, sft, train, evalCmd, serve, dashboard, demo]) reg(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -9,9 +9,6 @@
  * definition (temperature-scaled, full vocabulary).
  */
 import { Rng, Tensor } from '../engine/index.ts';
-import { createBlockMask } from '../attention/blockMask.ts';
-import { blockwiseForward } from '../attention/blockwise.ts';
-import { causalMask, slidingWindowMask } from '../attention/masks.ts';
 import { projectQkv } from './layers/attention.ts';
 import { TAG } from './layers/context.ts';
 import { embeddingForward } from './layers/embedding.ts';
@@ -20,6 +17,7 @@ import { denseMlpForward, disposeDenseMlpSaved } from './layers/mlp.ts';
 import { disposeMoeSaved, moeForward } from './layers/moe.ts';
 import { LayerKvCache } from './kvcache.ts';
 import type { GptOssModel } from './model.ts';
+import { decodeAttentionOne } from './ops/decodeAttention.ts';
 import { sampleToken, validateSampling, type SamplingOptions } from './sampling.ts';
 
 export interface GenerateOptions extends SamplingOptions {
@@ -85,6 +83,8 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
   const cfg = model.config, ctx = model.ctx, be = ctx.backend;
   const B = tokens.length, { hq, hkv, d } = model.dims;
   const positions = Int32Array.from(caches.map((c) => c[0].length));
+  const scale = 1 / Math.sqrt(d);
+  let scores = new Float64Array(64);
   let x = embeddingForward(ctx, model.param('model.embed_tokens.weight'), tokens);
   for (const L of model.layers) {
     const n1 = be.rmsnorm(x, L.ln1.weight, cfg.rms_norm_eps, { tag: TAG.act });
@@ -94,18 +94,13 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
     const orows = Tensor.empty([B, hq * d], { tag: TAG.act });
     const od = orows.data(), qd = qh.data(), kd = kh.data(), vd = vh.data();
     const sinks = L.attn.sinks.toArray();
-    const q1 = new Float32Array(hq * d);
+    const q = new Float32Array(hq * d);
     for (let b = 0; b < B; b++) {
       const cache = caches[b][L.index];
       cache.append(kd, vd, B, b);
-      for (let h = 0; h < hq; h++) q1.set(qd.subarray((h * B + b) * d, (h * B + b + 1) * d), h * d);
-      const kv = cache.ordered();
-      const mask = cache.ring ? slidingWindowMask(cfg.sliding_window) : causalMask();
-      const qPos = cache.length - 1 - kv.firstPos;
-      const blockMask = createBlockMask(mask, 1, kv.len, ctx.attnBlock, { qOffset: qPos });
-      const res = blockwiseForward({ data: q1, shape: [hq, 1, d] }, { data: kv.k, shape: [hkv, kv.len, d] }, { data: kv.v, shape: [hkv, kv.len, d] },
-        { blockMask, sinks, scale: 1 / Math.sqrt(d), gqa: hq !== hkv, checkFinite: false });
-      od.set(res.o.data, b * hq * d);
+      for (let h = 0; h < hq; h++) q.set(qd.subarray((h * B + b) * d, (h * B + b + 1) * d), h * d);
+      if (scores.length < cache.held) scores = new Float64Array(cache.held);
+      decodeAttentionOne(q, 0, cache.k.data(), cache.v.data(), cache.held, { hq, hkv, d, capacity: cache.capacity }, sinks, scale, od, b * hq * d, scores);
     }
     qh.dispose(); kh.dispose(); vh.dispose();
     const o = linearForward(ctx, L.attn.o, orows, adapters);

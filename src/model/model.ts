@@ -46,6 +46,8 @@ export interface ForwardOptions {
   adapters?: boolean;
   /** Also return the full-vocabulary log-softmax [N, V] (caller disposes it). */
   fullLogprobs?: boolean;
+  /** Also return a copy of the raw logits [N, V] (caller disposes it). */
+  logits?: boolean;
   /**
    * Only these token rows reach the unembedding (no targets, no backward): `fullLogprobs` is then [rows, V].
    * Generation's prefill uses it for the last prompt token of each sequence.
@@ -63,6 +65,7 @@ export interface ForwardResult {
   /** Σ of the loss weights. */
   tokenWeight: number;
   fullLogprobs?: Tensor;
+  logits?: Tensor;
 }
 
 export interface LayerParams {
@@ -347,6 +350,7 @@ export class GptOssModel {
     if (!options.rows) for (let i = 0; i < b.n; i++) { tokenWeight += b.weights[i]; lossSum -= b.weights[i] * head.logprobs[i]; }
     const result: ForwardResult = { loss: tokenWeight > 0 ? lossSum / tokenWeight : 0, logprobs: head.logprobs, tokenWeight };
     if (options.fullLogprobs) result.fullLogprobs = headLogSoftmax(this.ctx, head.saved);
+    if (options.logits) result.logits = head.saved.logits.clone({ tag: TAG.logits });
     if (grad) {
       this.state = { batch: b, masks, layers: saved, xFinal: x, rstdFinal: fn.rstd, head: head.saved, useLora, checkpointed, scope };
     } else {

@@ -105,7 +105,7 @@ test('MoE layer: router, expert weights/biases and input gradients match finite 
   for (let e = 0; e < E; e++) for (let pos = off[e]; pos < off[e + 1]; pos++) assert.equal(r.saved.routing.experts[r.saved.slots[pos]], e);
   const dx = moeBackward(ctx, p, r.saved, R, 7);
   // small steps: top-k selection must not flip between the two evaluations
-  const eps = 1e-3, tol = 3e-2;
+  const eps = 1e-3, tol = 5e-3;
   directionalCheck('x', f, x, dx.toArray(), { eps, tol });
   directionalCheck('router.weight', f, p.router.weight, p.router.gradWeight!.toArray(), { eps, tol });
   directionalCheck('router.bias', f, p.router.bias!, p.router.gradBias!.toArray(), { eps, tol });

@@ -73,9 +73,14 @@ test('full-vocabulary log-softmax rows normalise and contain the target log-prob
   const model = new GptOssModel(cfg, { seed: 11 });
   const n = 6, V = cfg.vocab_size;
   const targets = randomTokens(n, V, 6);
-  const r = model.logprobs({ tokens: randomTokens(n, V, 5), targets }, { fullLogprobs: true });
-  const lp = r.fullLogprobs!.toArray();
-  r.fullLogprobs!.dispose();
+  const r = model.logprobs({ tokens: randomTokens(n, V, 5), targets }, { fullLogprobs: true, logits: true });
+  const lp = r.fullLogprobs!.toArray(), logits = r.logits!.toArray();
+  r.fullLogprobs!.dispose(); r.logits!.dispose();
+  // log-softmax of the raw logits row gives the same values
+  let m = -Infinity, z = 0;
+  for (let v = 0; v < V; v++) m = Math.max(m, logits[v]);
+  for (let v = 0; v < V; v++) z += Math.exp(logits[v] - m);
+  for (let v = 0; v < V; v++) assert.ok(Math.abs(logits[v] - m - Math.log(z) - lp[v]) < 1e-5);
   for (let i = 0; i < n; i++) {
     let z = 0;
     for (let v = 0; v < V; v++) z += Math.exp(lp[i * V + v]);

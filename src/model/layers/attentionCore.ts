@@ -1,7 +1,8 @@
 /**
  * One interface over src/attention's two implementations, on engine tensors in head-major layout
  * (q, o: [Hq, N, d]; k, v: [Hkv, N, d]): `flexAttention` (Wasm kernels) or `blockwiseAttention` (TypeScript,
- * float64 statistics; the oracle the gradient checks run against).
+ * float64 statistics; the oracle the gradient checks run against, and the fallback for head dims the Wasm kernels
+ * do not take).
  */
 import { Tensor } from '../../engine/index.ts';
 import { blockwiseAttention } from '../../attention/blockwise.ts';
@@ -30,7 +31,8 @@ export interface CoreOptions {
 
 export function attentionCore(impl: Impl, q: Tensor, k: Tensor, v: Tensor, opts: CoreOptions): CoreOutput {
   const gqa = q.shape[0] !== k.shape[0];
-  if (impl === 'wasm') {
+  // the Wasm kernels need head dims that are multiples of 8; other sizes take the TypeScript path
+  if (impl === 'wasm' && q.shape[2] % 8 === 0) {
     const out = flexAttention(q, k, v, { blockMask: opts.blockMask, sinks: opts.sinks, scale: opts.scale, gqa, checkFinite: false });
     return { o: out.o, backward: (dO) => out.backward(dO), dispose: () => out.dispose() };
   }

@@ -4,7 +4,7 @@
  *   logprob_n = logits[n, t_n] − logsumexp(logits[n])   (targets −1 → 0, no gradient)
  * The loss built on top (model.ts) is −Σ m_n logprob_n / Σ m_n with the loss mask m.
  * Backward from dlogprob: dlogits = −dlogprob_n · (softmax(logits_n) − onehot(t_n)) (the engine's cross-entropy
- * backward with dloss = −dlogprob), dWh += dlogitsᵀ h, dh = dlogits Wh.
+ * backward with dloss = −dlogprob, written over the saved logits), dWh += dlogitsᵀ h, dh = dlogits Wh.
  */
 import { Tensor } from '../../engine/index.ts';
 import { TAG, type LayerContext } from './context.ts';
@@ -41,12 +41,12 @@ export function headBackward(ctx: LayerContext, weight: Tensor, gradWeight: Tens
   const dloss = Tensor.empty([N], { tag: TAG.temp });
   const dd = dloss.data();
   for (let i = 0; i < N; i++) dd[i] = -dlogprobs[i];
-  const dlogits = be.crossEntropyBackward(s.logits, s.targets, s.lse, dloss, { tag: TAG.logits });
+  // In place over the logits (dead after this point; the op is elementwise per row given the saved LSE): saves
+  // one [N, V] buffer, the largest activation of a small model. The logits tensor is freed by disposeHeadSaved.
+  const dlogits = be.crossEntropyBackward(s.logits, s.targets, s.lse, dloss, { out: s.logits });
   dloss.dispose();
   if (gradWeight) be.matmul(dlogits, s.h, { transA: true, out: gradWeight, accumulate: true });
-  const dh = be.matmul(dlogits, weight, { tag: TAG.act });
-  dlogits.dispose();
-  return dh;
+  return be.matmul(dlogits, weight, { tag: TAG.act });
 }
 
 export function disposeHeadSaved(s: HeadSaved): void {

@@ -1,0 +1,403 @@
+/**
+ * Supervised fine-tuning (warm start before GRPO): next-token loss on the assistant tokens of expert trajectories.
+ *
+ * One optimizer step, the whole logic:
+ *   rows of the step  = a slice of this epoch's row order (rows = whole documents packed first-fit-decreasing;
+ *                       the row order is a seeded shuffle per epoch, a pure function of (seed, epoch))
+ *   micro-batches     = the step's rows grouped by token budget (B·T ≤ microBatchTokens)
+ *   W                 = Σ loss mask over the whole step
+ *   per micro-batch:  forward, backward seeded with −m/W        (so the step minimises Σ m·NLL / W exactly)
+ *   clip the global grad norm; lr ← schedule(step); AdamW update; zero the gradients
+ *   (a non-finite grad norm skips the update, as verl does, and is counted)
+ * Every `evalEvery` steps and at the end: held-out loss Σ m·NLL / Σ m. Every `checkpointEvery` steps and at the end:
+ * a checkpoint (model, AdamW moments and step, trainer state); resuming from it continues bit-identically.
+ * Metrics go to `OUT/metrics.jsonl`, one JSON object per step (`type: 'train'`) or evaluation (`type: 'eval'`).
+ */
+import { createHash } from 'node:crypto';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Presets, SingleBar } from 'cli-progress';
+import { z } from 'zod';
+import { clipGradNorm, globalNorm, Rng, type AdamW } from '../engine/index.ts';
+import type { GptOssModel } from '../model/index.ts';
+import { saveModel } from '../model/checkpoint/index.ts';
+import { accumulationGrad, documentWeight, microBatches, microBatchInput, packDocuments, type MicroBatch, type PackedRow, type SftDocument } from './packing.ts';
+import { lrAt, type LrSchedule } from './schedule.ts';
+import { listCheckpoints, readSftCheckpoint, trainableNames, writeCheckpoint, type TrainerState } from './sftCheckpoint.ts';
+
+export const SftConfigSchema = z
+  .object({
+    /** Seeds the eval split and the per-epoch row order. */
+    seed: z.number().int().min(0).default(0),
+    /** Packed row length = the longest document (tokens). */
+    seqLen: z.number().int().min(2).default(512),
+    /** Token budget of one micro-batch, counted with padding (B·T). */
+    microBatchTokens: z.number().int().min(2).default(2048),
+    /** Packed rows per optimizer step (the last step of an epoch may hold fewer). */
+    rowsPerStep: z.number().int().min(1).default(4),
+    /** Total optimizer steps (cycling through epochs); default: epochs × steps per epoch. */
+    steps: z.number().int().min(1).optional(),
+    epochs: z.number().int().min(1).default(1),
+    lr: z.number().positive().default(3e-3),
+    warmupSteps: z.number().int().min(0).default(0),
+    minLrRatio: z.number().min(0).max(1).default(0.1),
+    schedule: z.enum(['cosine', 'linear', 'constant']).default('cosine'),
+    beta1: z.number().min(0).lt(1).default(0.9),
+    beta2: z.number().min(0).lt(1).default(0.95),
+    eps: z.number().positive().default(1e-8),
+    weightDecay: z.number().min(0).default(0.01),
+    /** Max global grad norm (0 = no clipping; the norm is still logged). */
+    gradClip: z.number().min(0).default(1),
+    /** Held-out share of the documents when no separate eval set is given. */
+    evalFraction: z.number().min(0).max(0.5).default(0),
+    /** Evaluate every N steps (0 = only at the end). */
+    evalEvery: z.number().int().min(0).default(0),
+    /** Checkpoint every N steps (0 = only at the end). */
+    checkpointEvery: z.number().int().min(0).default(0),
+    keepCheckpoints: z.number().int().min(1).default(2),
+    /** Token id used for padding (never a target). */
+    padId: z.number().int().min(0).default(0),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.microBatchTokens < c.seqLen) {
+      ctx.addIssue({ code: 'custom', path: ['microBatchTokens'], message: `microBatchTokens (${c.microBatchTokens}) must be ≥ seqLen (${c.seqLen}) so one full row fits a micro-batch` });
+    }
+  });
+
+export type SftConfigInput = z.input<typeof SftConfigSchema>;
+export type SftConfig = z.output<typeof SftConfigSchema>;
+
+/** Config keys that must match on resume (anything that changes the computation of steps already taken). */
+const RESUME_KEYS = ['seed', 'seqLen', 'microBatchTokens', 'rowsPerStep', 'lr', 'warmupSteps', 'minLrRatio', 'schedule', 'beta1', 'beta2', 'eps',
+  'weightDecay', 'gradClip', 'evalFraction', 'padId'] as const;
+
+export function parseSftConfig(input: unknown): SftConfig {
+  const r = SftConfigSchema.safeParse(input ?? {});
+  if (!r.success) throw new Error(`invalid SFT config:\n${z.prettifyError(r.error)}`);
+  return r.data;
+}
+
+export interface SftStepMetrics {
+  type: 'train';
+  /** Optimizer steps completed (1-based index of this step). */
+  step: number;
+  epoch: number;
+  loss: number;
+  lr: number;
+  gradNorm: number;
+  /** True when the update was skipped for a non-finite gradient norm. */
+  skipped: boolean;
+  tokens: number;
+  lossTokens: number;
+  paddedTokens: number;
+  microBatches: number;
+  tokensSeen: number;
+  tokensPerSec: number;
+  peakBytes: number;
+}
+
+export interface SftEvalMetrics {
+  type: 'eval';
+  step: number;
+  evalLoss: number;
+  evalTokens: number;
+}
+
+export interface SftRunOptions {
+  model: GptOssModel;
+  /** Saved as OUT/tokenizer.json when a fresh run starts (a resumed run leaves it alone). */
+  tokenizer?: { save(path: string): void };
+  /** Documents (an eval share is split off by `evalFraction`), or explicit train / eval sets. */
+  data: readonly SftDocument[] | { train: readonly SftDocument[]; eval?: readonly SftDocument[] };
+  outDir: string;
+  /** true: continue from the newest checkpoint in OUT/checkpoints (fresh start when there is none); a path: that one. */
+  resume?: boolean | string;
+  /** No progress bar (tests, logs). */
+  quiet?: boolean;
+  /** Stop after this many completed steps (with a checkpoint), as if preempted; the schedule still spans all steps. */
+  stopAfterStep?: number;
+  /** Aborting checkpoints and stops after the current step. */
+  signal?: AbortSignal;
+  onStep?: (m: SftStepMetrics) => void;
+  onEval?: (m: SftEvalMetrics) => void;
+}
+
+export interface SftResult {
+  /** Steps completed in total (including those before a resume). */
+  steps: number;
+  totalSteps: number;
+  stepsPerEpoch: number;
+  /** The steps run in this call. */
+  history: SftStepMetrics[];
+  evals: SftEvalMetrics[];
+  finalLoss: number | null;
+  finalEvalLoss: number | null;
+  tokensSeen: number;
+  skippedSteps: number;
+  resumedFromStep: number | null;
+  /** The last checkpoint written. */
+  checkpointDir: string | null;
+  /** OUT/model (plain HF-style checkpoint), written when training finished all steps. */
+  modelDir: string | null;
+  stoppedEarly: boolean;
+  rows: number;
+  evalDocuments: number;
+}
+
+/** SHA-256 over the documents' tokens and masks. */
+export function documentsFingerprint(sets: readonly (readonly SftDocument[])[]): string {
+  const h = createHash('sha256');
+  for (const docs of sets) {
+    h.update(`set:${docs.length};`);
+    for (const d of docs) {
+      h.update(`doc:${d.tokens.length};`);
+      h.update(new Uint8Array(d.tokens.buffer, d.tokens.byteOffset, d.tokens.byteLength));
+      h.update(d.lossMask);
+    }
+  }
+  return h.digest('hex');
+}
+
+/** A seeded Fisher–Yates permutation of 0..n−1. */
+export function seededPermutation(n: number, seed: number): number[] {
+  const rng = new Rng(seed);
+  const p = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [p[i], p[j]] = [p[j], p[i]];
+  }
+  return p;
+}
+
+function mixSeed(seed: number, salt: number): number {
+  return (Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(salt + 1, 0xc2b2ae35)) >>> 0;
+}
+
+/** Splits documents into train / eval by a seeded shuffle (eval gets round(n·fraction), at least 1 when fraction > 0). */
+export function splitEval(docs: readonly SftDocument[], fraction: number, seed: number): { train: SftDocument[]; eval: SftDocument[] } {
+  if (fraction <= 0 || docs.length < 2) return { train: [...docs], eval: [] };
+  const k = Math.min(docs.length - 1, Math.max(1, Math.round(docs.length * fraction)));
+  const perm = seededPermutation(docs.length, mixSeed(seed, 0x5eed));
+  const evalIdx = new Set(perm.slice(0, k));
+  return { train: docs.filter((_, i) => !evalIdx.has(i)), eval: docs.filter((_, i) => evalIdx.has(i)) };
+}
+
+/** The deterministic data plan: rows, and which rows form optimizer step s. */
+export class SftPlan {
+  readonly rows: PackedRow[];
+  readonly stepsPerEpoch: number;
+  private cachedEpoch = -1;
+  private cachedOrder: number[] = [];
+
+  constructor(readonly docs: readonly SftDocument[], readonly config: SftConfig) {
+    if (docs.length === 0) throw new Error('sft: no training documents');
+    this.rows = packDocuments(docs.map((d) => d.tokens.length), config.seqLen);
+    this.stepsPerEpoch = Math.ceil(this.rows.length / config.rowsPerStep);
+  }
+
+  epochOf(step: number): number {
+    return Math.floor(step / this.stepsPerEpoch);
+  }
+
+  /** Row ids of optimizer step `step` (0-based). */
+  stepRows(step: number): number[] {
+    const epoch = this.epochOf(step);
+    if (epoch !== this.cachedEpoch) {
+      this.cachedOrder = seededPermutation(this.rows.length, mixSeed(this.config.seed, epoch));
+      this.cachedEpoch = epoch;
+    }
+    const k = step % this.stepsPerEpoch;
+    return this.cachedOrder.slice(k * this.config.rowsPerStep, (k + 1) * this.config.rowsPerStep);
+  }
+
+  microBatches(step: number): MicroBatch[] {
+    return microBatches(this.rows, this.stepRows(step), this.config.microBatchTokens);
+  }
+}
+
+/** Loss Σ m·NLL / Σ m of documents under the model (no gradients). */
+export function evaluateSft(model: GptOssModel, docs: readonly SftDocument[], config: Pick<SftConfig, 'seqLen' | 'microBatchTokens' | 'padId'>): { loss: number; tokens: number } {
+  if (docs.length === 0) return { loss: NaN, tokens: 0 };
+  const rows = packDocuments(docs.map((d) => d.tokens.length), config.seqLen);
+  let nll = 0, weight = 0;
+  for (const mb of microBatches(rows, rows.map((_, i) => i), config.microBatchTokens)) {
+    const input = microBatchInput(docs, rows, mb, config.padId);
+    const r = model.logprobs(input);
+    nll += r.loss * r.tokenWeight;
+    weight += r.tokenWeight;
+  }
+  return { loss: weight > 0 ? nll / weight : NaN, tokens: weight };
+}
+
+function checkDocuments(docs: readonly SftDocument[], vocab: number, seqLen: number, which: string): void {
+  docs.forEach((d, i) => {
+    if (d.tokens.length !== d.lossMask.length) throw new Error(`sft: ${which} document ${i} has ${d.tokens.length} tokens but ${d.lossMask.length} mask entries`);
+    if (d.tokens.length > seqLen) throw new Error(`sft: ${which} document ${i} has ${d.tokens.length} tokens, more than seqLen ${seqLen}; truncate it (buildSftDocuments maxSeqLen) or raise seqLen`);
+    for (const t of d.tokens) if (!(t >= 0 && t < vocab)) throw new Error(`sft: ${which} document ${i} holds token id ${t}, outside the model's vocabulary [0, ${vocab}) — tokenizer and model do not match`);
+    if (documentWeight(d) === 0) throw new Error(`sft: ${which} document ${i} has no loss tokens (no assistant token after its first token); drop it (buildSftDocuments does)`);
+  });
+}
+
+/** Runs SFT. See the file comment for the step; `SftConfigSchema` for the knobs. */
+export async function runSft(configInput: SftConfigInput | SftConfig, options: SftRunOptions): Promise<SftResult> {
+  const config = parseSftConfig(configInput);
+  const { model, outDir } = options;
+  if (model.gradients().size === 0) throw new Error('sft: the model has no gradient buffers (construct it with grads: true)');
+  if (config.padId >= model.config.vocab_size) throw new Error(`sft: padId ${config.padId} is outside the model's vocabulary (${model.config.vocab_size})`);
+  const sets = Array.isArray(options.data)
+    ? splitEval(options.data as readonly SftDocument[], config.evalFraction, config.seed)
+    : { train: [...(options.data as { train: readonly SftDocument[] }).train], eval: [...((options.data as { eval?: readonly SftDocument[] }).eval ?? [])] };
+  checkDocuments(sets.train, model.config.vocab_size, config.seqLen, 'train');
+  checkDocuments(sets.eval, model.config.vocab_size, config.seqLen, 'eval');
+  const plan = new SftPlan(sets.train, config);
+  const totalSteps = config.steps ?? config.epochs * plan.stepsPerEpoch;
+  const schedule: LrSchedule = { lr: config.lr, warmupSteps: config.warmupSteps, totalSteps, minLrRatio: config.minLrRatio, kind: config.schedule };
+  if (options.stopAfterStep !== undefined && !(Number.isInteger(options.stopAfterStep) && options.stopAfterStep >= 1)) {
+    throw new Error(`sft: stopAfterStep must be an integer ≥ 1, got ${options.stopAfterStep}`);
+  }
+  const dataFingerprint = documentsFingerprint([sets.train, sets.eval]);
+  const ckptRoot = join(outDir, 'checkpoints');
+  const metricsPath = join(outDir, 'metrics.jsonl');
+
+  // Resume: read and validate everything before touching the model, the optimizer or any file.
+  const existing = listCheckpoints(ckptRoot);
+  const resumeDir = typeof options.resume === 'string' ? options.resume : options.resume ? existing.at(-1)?.dir : undefined;
+  if (!options.resume && existing.length > 0) {
+    throw new Error(`sft: ${ckptRoot} already holds checkpoints (newest ${existing.at(-1)!.dir}); pass resume ('longrun sft --resume') to continue, or use another output folder`);
+  }
+  const loaded = resumeDir !== undefined ? readSftCheckpoint(resumeDir, model) : null;
+  if (loaded) {
+    const diffs = RESUME_KEYS.filter((k) => JSON.stringify(loaded.state.config[k]) !== JSON.stringify(config[k]));
+    if (diffs.length > 0) {
+      throw new Error(`cannot resume from checkpoint ${loaded.dir}: config differs in ${diffs.map((k) => `${k} (${JSON.stringify(loaded.state.config[k])} → ${JSON.stringify(config[k])})`).join(', ')}. Nothing was changed.`);
+    }
+    if (loaded.state.dataFingerprint !== dataFingerprint) {
+      throw new Error(`cannot resume from checkpoint ${loaded.dir}: the training data differ from the checkpoint's (tokenizer, trajectories or data options changed). Nothing was changed.`);
+    }
+    if (loaded.state.step > totalSteps) throw new Error(`cannot resume from checkpoint ${loaded.dir}: it is at step ${loaded.state.step}, past the ${totalSteps} steps configured. Nothing was changed.`);
+  }
+
+  mkdirSync(outDir, { recursive: true });
+  const opt: AdamW = model.optimizer({ lr: lrAt(0, schedule), beta1: config.beta1, beta2: config.beta2, eps: config.eps, weightDecay: config.weightDecay });
+  const names = trainableNames(model);
+  const grads = [...model.gradients().values()];
+  let step = 0, tokensSeen = 0, skippedSteps = 0;
+  let lastLoss: number | null = null;
+  let lastEvalStep = -1;
+  if (loaded) {
+    loaded.apply(model, opt);
+    step = loaded.state.step;
+    tokensSeen = loaded.state.tokensSeen;
+    skippedSteps = loaded.state.skippedSteps;
+    lastLoss = loaded.state.lastLoss;
+    // Metrics logged after the checkpoint (a crashed run) would be repeated: keep the lines up to its step.
+    if (existsSync(metricsPath)) {
+      const kept = readFileSync(metricsPath, 'utf8').split('\n').filter((line) => {
+        if (line.trim() === '') return false;
+        try {
+          const m = JSON.parse(line) as { step?: number; type?: string };
+          if (m.type === 'eval' && m.step === step) lastEvalStep = step;
+          return m.step! <= step;
+        } catch {
+          return false;
+        }
+      });
+      writeFileSync(metricsPath, kept.map((l) => l + '\n').join(''));
+    }
+  } else {
+    writeFileSync(metricsPath, '');
+    // Saved up front so a resumed run (e.g. `longrun sft --resume`) can read back the very same tokenizer.
+    options.tokenizer?.save(join(outDir, 'tokenizer.json'));
+  }
+  model.zeroGrad();
+
+  const history: SftStepMetrics[] = [];
+  const evals: SftEvalMetrics[] = [];
+  let checkpointDir: string | null = loaded?.dir ?? null;
+  const stateNow = (): TrainerState => ({
+    format: 'longrun-sft-checkpoint', version: 1, step, totalSteps, optimizerStep: opt.step, tokensSeen, skippedSteps, dataFingerprint,
+    config: config as unknown as Record<string, unknown>, trainableNames: names, lastLoss,
+  });
+  const log = (m: SftStepMetrics | SftEvalMetrics) => appendFileSync(metricsPath, JSON.stringify(m) + '\n');
+  const runEval = () => {
+    if (sets.eval.length === 0) return;
+    const r = evaluateSft(model, sets.eval, config);
+    const m: SftEvalMetrics = { type: 'eval', step, evalLoss: r.loss, evalTokens: r.tokens };
+    lastEvalStep = step;
+    evals.push(m);
+    log(m);
+    options.onEval?.(m);
+  };
+
+  const bar = options.quiet ? null : new SingleBar({
+    format: 'sft [{bar}] {value}/{total} steps | loss {loss} | lr {lr} | {tps} tok/s | eta {eta_formatted}', hideCursor: true,
+  }, Presets.shades_classic);
+  bar?.start(totalSteps, step, { loss: lastLoss?.toFixed(4) ?? '-', lr: '-', tps: '-' });
+  const stopAt = Math.min(totalSteps, options.stopAfterStep ?? totalSteps);
+  let stoppedEarly = false;
+  try {
+    while (step < stopAt) {
+      const t0 = performance.now();
+      const inputs = plan.microBatches(step).map((mb) => microBatchInput(plan.docs, plan.rows, mb, config.padId));
+      let W = 0, tokens = 0, padded = 0, nll = 0, peakBytes = 0;
+      for (const x of inputs) { W += x.weightSum; tokens += x.realTokens; padded += x.tokens.length; }
+      for (const x of inputs) {
+        const r = model.forward(x);
+        nll += r.loss * r.tokenWeight;
+        model.backward(accumulationGrad(x.lossMask, W));
+        peakBytes = Math.max(peakBytes, model.lastMemory?.peakBytes ?? 0);
+      }
+      const loss = nll / W;
+      const gradNorm = config.gradClip > 0 ? clipGradNorm(grads, config.gradClip) : globalNorm(grads);
+      const lr = lrAt(step, schedule);
+      const skipped = !Number.isFinite(gradNorm);
+      if (skipped) skippedSteps++;
+      else {
+        opt.lr = lr;
+        opt.update();
+      }
+      model.zeroGrad();
+      const epoch = plan.epochOf(step);
+      step++;
+      tokensSeen += tokens;
+      lastLoss = loss;
+      const seconds = (performance.now() - t0) / 1000;
+      const m: SftStepMetrics = {
+        type: 'train', step, epoch, loss, lr, gradNorm, skipped, tokens, lossTokens: W, paddedTokens: padded, microBatches: inputs.length, tokensSeen,
+        tokensPerSec: seconds > 0 ? tokens / seconds : 0, peakBytes,
+      };
+      history.push(m);
+      log(m);
+      options.onStep?.(m);
+      bar?.update(step, { loss: loss.toFixed(4), lr: lr.toExponential(2), tps: m.tokensPerSec.toFixed(0) });
+      const aborted = options.signal?.aborted ?? false;
+      const last = step === stopAt || aborted;
+      if ((config.evalEvery > 0 && step % config.evalEvery === 0) || step === totalSteps) runEval();
+      if ((config.checkpointEvery > 0 && step % config.checkpointEvery === 0) || last) {
+        checkpointDir = writeCheckpoint(ckptRoot, model, opt, stateNow(), config.keepCheckpoints);
+      }
+      if (aborted) {
+        stoppedEarly = step < totalSteps;
+        break;
+      }
+      // Let signal handlers and I/O run between steps.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    if (step < totalSteps) stoppedEarly = true;
+  } finally {
+    bar?.stop();
+    opt.dispose();
+  }
+  let modelDir: string | null = null;
+  if (step === totalSteps) {
+    modelDir = join(outDir, 'model');
+    saveModel(modelDir, model);
+    if (lastEvalStep !== step) runEval();
+  }
+  return {
+    steps: step, totalSteps, stepsPerEpoch: plan.stepsPerEpoch, history, evals, finalLoss: lastLoss, finalEvalLoss: evals.at(-1)?.evalLoss ?? null,
+    tokensSeen, skippedSteps, resumedFromStep: loaded?.state.step ?? null, checkpointDir, modelDir, stoppedEarly, rows: plan.rows.length,
+    evalDocuments: sets.eval.length,
+  };
+}
