@@ -15,6 +15,7 @@
  * and SyntaxErrors as `invalid syntax (<string>, line 1)` (line 0 for an empty expression), `unmatched ')'`,
  * `'(' was never closed`, `invalid syntax. Perhaps you forgot a comma?` and the leading-zeros message.
  */
+import { bitLength, exactPowInt, nearestPow, ratioToDouble } from './bigfloat.ts';
 import { pyFloatRepr, pyRound } from './pyjson.ts';
 
 /** An error Python would raise; `message` is `str(exception)`. */
@@ -290,10 +291,6 @@ function toFloat(x: Value): number {
 
 const isNumber = (x: Value): x is { t: 'int'; v: bigint } | { t: 'float'; v: number } => x.t === 'int' || x.t === 'float';
 
-function bitLength(v: bigint): number {
-  return (v < 0n ? -v : v).toString(2).length;
-}
-
 /** Correctly rounded a / b for ints (Python's int true division). */
 function intTrueDiv(a: bigint, b: bigint): number {
   if (b === 0n) throw new PyError('ZeroDivisionError', 'division by zero');
@@ -304,64 +301,6 @@ function intTrueDiv(a: bigint, b: bigint): number {
   const result = ratioToDouble(absA, absB, 0);
   if (!Number.isFinite(result)) throw new PyError('OverflowError', 'integer division result too large for a float');
   return a < 0n !== b < 0n ? -result : result;
-}
-
-/** Correctly rounded q · 2^e for a positive bigint q (handles subnormal and overflowing results). */
-function scaleByPowerOfTwo(q: bigint, e: number): number {
-  const bits = bitLength(q);
-  // Exponent of the leading bit of the result is bits - 1 + e. Doubles keep 53 bits (fewer when subnormal).
-  const lead = bits - 1 + e;
-  const keep = lead >= -1022 ? 53 : Math.max(0, 53 - (-1022 - lead));
-  const drop = bits - keep;
-  let top = q;
-  let shift = e;
-  if (drop > 0) {
-    const dropB = BigInt(drop);
-    const rest = q & ((1n << dropB) - 1n);
-    top = q >> dropB;
-    const half = 1n << (dropB - 1n);
-    if (rest > half || (rest === half && (top & 1n) === 1n)) top += 1n;
-    shift = e + drop;
-  }
-  // top has at most 54 bits, so Number(top) is exact; the powers of two only move the exponent (two steps keep the
-  // intermediate in range for subnormal results).
-  if (shift < -1000) return Number(top) * 2 ** -1000 * 2 ** (shift + 1000);
-  return Number(top) * 2 ** shift;
-}
-
-/** Correctly rounded (a / b) · 2^e for positive bigints. */
-function ratioToDouble(a: bigint, b: bigint, e: number): number {
-  const shift = Math.max(0, 55 - (bitLength(a) - bitLength(b)));
-  const num = a << BigInt(shift);
-  let q = num / b;
-  if (q * b !== num) q |= 1n; // sticky bit: an inexact quotient never looks like an exact tie
-  return scaleByPowerOfTwo(q, e - shift);
-}
-
-/** x = m · 2^e with m an odd integer (x finite, nonzero). */
-function decompose(x: number): { m: bigint; e: number } {
-  let e = 0;
-  let ax = Math.abs(x);
-  while (!Number.isInteger(ax)) {
-    ax *= 2; // exact
-    e--;
-  }
-  let m = BigInt(ax);
-  while ((m & 1n) === 0n) {
-    m >>= 1n;
-    e++;
-  }
-  return { m, e };
-}
-
-/** Correctly rounded x ** n for an integer n (libm's pow is correctly rounded in practice; V8's Math.pow is not). */
-function exactPowInt(x: number, n: number): number {
-  const { m, e } = decompose(x);
-  const negative = x < 0 && n % 2 !== 0;
-  const k = Math.abs(n);
-  const mk = m ** BigInt(k);
-  const r = n >= 0 ? scaleByPowerOfTwo(mk, e * k) : ratioToDouble(1n, mk, -e * k);
-  return negative ? -r : r;
 }
 
 function floatFloorDiv(vx: number, wx: number): number {
@@ -382,15 +321,17 @@ function floatFloorDiv(vx: number, wx: number): number {
 }
 
 function floatPow(iv: number, iw: number): Value {
-  if (iw === 0) return { t: 'float', v: 1.0 };
+  // CPython float_pow's special cases (C99 pow semantics; V8 differs for 1 ** nan and (-1) ** ±inf).
+  if (iw === 0 || iv === 1) return { t: 'float', v: 1.0 };
   if (Number.isNaN(iv)) return { t: 'float', v: iv };
-  if (Number.isNaN(iw)) return { t: 'float', v: iv === 1.0 ? 1.0 : iw };
+  if (Number.isNaN(iw)) return { t: 'float', v: iw };
+  if (iv === -1 && !Number.isFinite(iw)) return { t: 'float', v: 1.0 };
   if (iv === 0) {
     if (iw < 0) throw new PyError('ZeroDivisionError', '0.0 cannot be raised to a negative power');
     return { t: 'float', v: Math.pow(iv, iw) };
   }
   if (iv < 0 && Number.isFinite(iv) && Number.isFinite(iw) && !Number.isInteger(iw)) return { t: 'complex' };
-  const r = Number.isInteger(iw) && Math.abs(iw) <= 2048 && Number.isFinite(iv) ? exactPowInt(iv, iw) : Math.pow(iv, iw);
+  const r = Number.isInteger(iw) && Math.abs(iw) <= 2048 && Number.isFinite(iv) ? exactPowInt(iv, iw) : nearestPow(iv, iw);
   if (!Number.isFinite(r) && Number.isFinite(iv) && Number.isFinite(iw)) {
     throw new PyError('OverflowError', "(34, 'Numerical result out of range')");
   }

@@ -4,17 +4,21 @@
  */
 import type { Domain } from '../../tooluse/types.ts';
 import { executeToolCall, type ToolCallRequest, type ToolCallResult } from '../../tooluse/execute.ts';
+import { parsePythonJson } from './ordered-json.ts';
 
 export interface ExecReport {
   results: ToolCallResult[];
   final_db_hash: string;
 }
 
-/** Parses `{"calls":[{"name":…, "arguments":{…}}, …]}`; throws an Error that says what is wrong. */
+/**
+ * Parses `{"calls":[{"name":…, "arguments":{…}}, …]}`; throws an Error that says what is wrong. Argument numbers are
+ * typed as Python's json.loads types them (`1.0` is a float), which only shows in wrong-type error messages.
+ */
 export function parseExecInput(text: string): ToolCallRequest[] {
   let input: unknown;
   try {
-    input = JSON.parse(text);
+    input = parsePythonJson(text);
   } catch (err) {
     throw new Error(`stdin is not valid JSON (${(err as Error).message}); expected {"calls":[{"name":…,"arguments":{…}},…]}`, {
       cause: err,

@@ -5,9 +5,31 @@
  * error message); this parser only re-reads it.
  */
 
+import { PyFloat } from './pyvalue.ts';
+
 export type OrderedJson = null | boolean | number | string | OrderedJson[] | Map<string, OrderedJson>;
 
+interface ParseMode {
+  /** `map`: objects become Maps (file order kept); `plain`: ordinary objects. */
+  objects: 'map' | 'plain';
+  /** `js`: every number a JS number; `python`: as Python's json.loads types them (PyFloat, or bigint beyond 2^53). */
+  numbers: 'js' | 'python';
+}
+
 export function parseOrderedJson(text: string): OrderedJson {
+  return parseJsonText(text, { objects: 'map', numbers: 'js' }) as OrderedJson;
+}
+
+/**
+ * Parses tool-call arguments the way Python's `json.loads` types them: `1.0` and `1e3` become `PyFloat` (so error
+ * messages can say `float` / `1.0`), integers beyond 2^53 stay exact as bigint; objects are plain objects.
+ */
+export function parsePythonJson(text: string): unknown {
+  JSON.parse(text); // validate with the engine's error message first
+  return parseJsonText(text, { objects: 'plain', numbers: 'python' });
+}
+
+function parseJsonText(text: string, mode: ParseMode): unknown {
   let i = 0;
   const n = text.length;
 
@@ -50,16 +72,18 @@ export function parseOrderedJson(text: string): OrderedJson {
     return s;
   };
 
-  const parseValue = (): OrderedJson => {
+  const parseValue = (): unknown => {
     skipWs();
     const c = text.charCodeAt(i);
     if (c === 0x7b) {
       i++;
-      const map = new Map<string, OrderedJson>();
+      const map = new Map<string, unknown>();
+      const obj: Record<string, unknown> = {};
+      const result = mode.objects === 'map' ? map : obj;
       skipWs();
       if (text.charCodeAt(i) === 0x7d) {
         i++;
-        return map;
+        return result;
       }
       for (;;) {
         skipWs();
@@ -68,16 +92,18 @@ export function parseOrderedJson(text: string): OrderedJson {
         skipWs();
         if (text.charCodeAt(i) !== 0x3a) fail("Expected ':'");
         i++;
-        map.set(key, parseValue());
+        const value = parseValue();
+        if (mode.objects === 'map') map.set(key, value);
+        else Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
         skipWs();
         const d = text.charCodeAt(i++);
-        if (d === 0x7d) return map;
+        if (d === 0x7d) return result;
         if (d !== 0x2c) fail("Expected ',' or '}'");
       }
     }
     if (c === 0x5b) {
       i++;
-      const arr: OrderedJson[] = [];
+      const arr: unknown[] = [];
       skipWs();
       if (text.charCodeAt(i) === 0x5d) {
         i++;
@@ -112,8 +138,13 @@ export function parseOrderedJson(text: string): OrderedJson {
       else break;
     }
     if (i === start) fail('Unexpected character');
-    const num = Number(text.slice(start, i));
+    const literal = text.slice(start, i);
+    const num = Number(literal);
     if (Number.isNaN(num)) fail('Invalid number');
+    if (mode.numbers === 'python') {
+      if (/[.eE]/.test(literal)) return new PyFloat(num);
+      if (!Number.isSafeInteger(num)) return BigInt(literal);
+    }
     return num;
   };
 

@@ -8,9 +8,15 @@
 import { ToolError } from '../../tooluse/types.ts';
 import { compareCodePoints, pyFloatRepr } from './pyjson.ts';
 
+/** A JSON number that Python's `json.loads` reads as a float although it is integral (e.g. `1.0`). */
+export class PyFloat {
+  constructor(readonly value: number) {}
+}
+
 /** Python `type(v).__name__` for a parsed JSON value. */
 export function pyTypeName(v: unknown): string {
   if (v === null || v === undefined) return 'NoneType';
+  if (v instanceof PyFloat) return 'float';
   if (typeof v === 'string') return 'str';
   if (typeof v === 'boolean') return 'bool';
   if (typeof v === 'bigint') return 'int';
@@ -46,6 +52,7 @@ export function pyRepr(v: unknown): string {
   if (typeof v === 'boolean') return v ? 'True' : 'False';
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number') return pyNumberRepr(v);
+  if (v instanceof PyFloat) return pyFloatRepr(v.value);
   if (Array.isArray(v)) return '[' + v.map(pyRepr).join(', ') + ']';
   const entries = v instanceof Map ? [...v.entries()] : Object.entries(v as object);
   return '{' + entries.map(([k, x]) => `${pyRepr(k)}: ${pyRepr(x)}`).join(', ') + '}';
@@ -65,14 +72,14 @@ export function dictGet<V>(map: ReadonlyMap<string, V>, key: unknown): V | undef
 
 /** Raises Python's `TypeError: unhashable type: 'list'` (or `'dict'`) for a value that cannot be a dict key. */
 export function assertHashable(key: unknown): void {
-  if (key !== null && typeof key === 'object') throw new ToolError(`unhashable type: '${pyTypeName(key)}'`);
+  if (key !== null && typeof key === 'object' && !(key instanceof PyFloat)) throw new ToolError(`unhashable type: '${pyTypeName(key)}'`);
 }
 
 /** `for x in v` on a parsed JSON value: a list's items, a str's characters, a dict's keys; else Python's TypeError. */
 export function pyIter(v: unknown): unknown[] {
   if (Array.isArray(v)) return v;
   if (typeof v === 'string') return Array.from(v);
-  if (v !== null && typeof v === 'object') return v instanceof Map ? [...v.keys()] : Object.keys(v);
+  if (v !== null && typeof v === 'object' && !(v instanceof PyFloat)) return v instanceof Map ? [...v.keys()] : Object.keys(v);
   throw new ToolError(`'${pyTypeName(v)}' object is not iterable`);
 }
 
@@ -80,7 +87,7 @@ export function pyIter(v: unknown): unknown[] {
 export function pyLen(v: unknown): number {
   if (Array.isArray(v)) return v.length;
   if (typeof v === 'string') return Array.from(v).length;
-  if (v !== null && typeof v === 'object') return v instanceof Map ? v.size : Object.keys(v).length;
+  if (v !== null && typeof v === 'object' && !(v instanceof PyFloat)) return v instanceof Map ? v.size : Object.keys(v).length;
   throw new ToolError(`object of type '${pyTypeName(v)}' has no len()`);
 }
 
@@ -112,7 +119,8 @@ export function pyCount(seq: unknown, x: unknown): number {
 
 /** Python `==` on parsed JSON values (bool and int compare equal as in Python: `True == 1`). */
 export function pyEquals(a: unknown, b: unknown): boolean {
-  const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : typeof v === 'boolean' ? Number(v) : undefined);
+  const num = (v: unknown): number | undefined =>
+    typeof v === 'number' ? v : typeof v === 'boolean' ? Number(v) : v instanceof PyFloat ? v.value : typeof v === 'bigint' ? Number(v) : undefined;
   const na = num(a);
   const nb = num(b);
   if (na !== undefined || nb !== undefined) return na === nb;

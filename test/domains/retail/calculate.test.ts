@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PyError, pythonCalculate } from '../../../src/domains/retail/calculate.ts';
+import { exactPowInt, nearestPow } from '../../../src/domains/retail/bigfloat.ts';
+import { pyFloatRepr } from '../../../src/domains/retail/pyjson.ts';
 
 /** Expected texts were produced by CPython 3.10–3.13 (identical there) running `str(round(float(eval(e)), 2))`. */
 const OK: [string, string][] = [
@@ -55,6 +57,9 @@ const OK: [string, string][] = [
   ['2**-1074*1', '0.0'],
   ['(2**0.5)**(2**0.5)', '1.63'],
   ['1093.34 - 89.99 * 2 + 10/4', '915.86'],
+  ['3.14159* .5*10000000000000000000 **5.', '1.570795e+95'], // V8's Math.pow(1e19, 5) is one ulp off
+  ['1.05**12', '1.8'],
+  ['2**0.5*10**15', '1414213562373095.2'],
 ];
 
 const ERR: [string, string][] = [
@@ -125,4 +130,15 @@ test('calculate: huge integer powers fail fast instead of hanging', () => {
   const t0 = Date.now();
   assert.throws(() => pythonCalculate('9**9**9'), PyError);
   assert.ok(Date.now() - t0 < 5000);
+});
+
+test('float powers are correctly rounded (V8 Math.pow is not)', () => {
+  // exact values checked with 60-digit decimal arithmetic
+  assert.equal(pyFloatRepr(nearestPow(1.9858649637654338, 112.92510388045866)), '4.425907887692042e+33');
+  assert.equal(pyFloatRepr(nearestPow(0.7475028498196672, -170.5884997792786)), '3.6324014860519856e+21');
+  assert.equal(pyFloatRepr(exactPowInt(1e19, 5)), '1e+95');
+  assert.equal(exactPowInt(2, -1074), 5e-324);
+  assert.equal(exactPowInt(-3, 3), -27);
+  assert.equal(nearestPow(2, 0.5), Math.SQRT2);
+  assert.equal(nearestPow(10, 400), Infinity);
 });

@@ -40,6 +40,18 @@ test('longrun tau2 exec with no calls reports the initial hash', () => {
   assert.deepEqual(JSON.parse(r.stdout), { results: [], final_db_hash: INITIAL_HASH });
 });
 
+test('longrun tau2 exec keeps Python number types of wrong-typed arguments (1.0 is a float)', () => {
+  const calls = [
+    { name: 'find_user_id_by_email', arguments: { email: 1 } },
+    { name: 'exchange_delivered_order_items', arguments: { order_id: '#W4817420', item_ids: [7], new_item_ids: [], payment_method_id: 'x' } },
+  ];
+  const text = JSON.stringify({ calls }).replace('"email":1', '"email":1.0').replace('[7]', '[7.0]');
+  const r = exec(text);
+  assert.equal(r.status, 0, r.stderr);
+  const outputs = JSON.parse(r.stdout).results.map((x: { output: string }) => x.output);
+  assert.deepEqual(outputs, ["Error: 'float' object has no attribute 'lower'", 'Error: Number of 7.0 not found.']);
+});
+
 test('longrun tau2 exec rejects bad stdin with a message on stderr and nothing on stdout', () => {
   for (const [input, pattern] of [
     ['not json', /not valid JSON/],

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compareCodePoints, pyFloatRepr, pyJsonDumps, pyJsonString, pyRound } from '../../../src/domains/retail/pyjson.ts';
-import { parseOrderedJson } from '../../../src/domains/retail/ordered-json.ts';
-import { pyRepr, pyStr } from '../../../src/domains/retail/pyvalue.ts';
+import { parseOrderedJson, parsePythonJson } from '../../../src/domains/retail/ordered-json.ts';
+import { PyFloat, pyRepr, pyStr, pyTypeName } from '../../../src/domains/retail/pyvalue.ts';
 
 test('pyFloatRepr matches Python repr(float)', () => {
   const cases: [number, string][] = [
@@ -93,4 +93,17 @@ test('pyStr / pyRepr render raw argument values as Python does', () => {
   assert.equal(pyStr(3), '3');
   assert.equal(pyStr(2.5), '2.5');
   assert.equal(pyRepr(['a', 1, { k: "it's" }]), `['a', 1, {'k': "it's"}]`);
+});
+
+test('parsePythonJson types numbers as json.loads does', () => {
+  const v = parsePythonJson('{"a": 1.0, "b": 2, "c": 1e3, "d": 123456789012345678901234567890, "__proto__": [0.5]}') as Record<string, unknown>;
+  assert.ok(v.a instanceof PyFloat);
+  assert.equal(pyTypeName(v.a), 'float');
+  assert.equal(pyStr(v.a), '1.0');
+  assert.equal(pyTypeName(v.b), 'int');
+  assert.equal(pyStr(v.c), '1000.0');
+  assert.equal(pyStr(v.d), '123456789012345678901234567890');
+  assert.deepEqual(Object.keys(v), ['a', 'b', 'c', 'd', '__proto__']);
+  assert.equal(pyRepr(v.__proto__), '[0.5]');
+  assert.throws(() => parsePythonJson('{"a": }'), SyntaxError);
 });

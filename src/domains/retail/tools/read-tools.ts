@@ -101,6 +101,22 @@ function listAllProductTypes(db: RetailDb): string {
   return text;
 }
 
+/**
+ * Rendered JSON of base records, which never change (episode writes go to copies). Records an episode copied for
+ * writing are rendered afresh each time.
+ */
+const renderedBase = new WeakMap<object, string>();
+
+function renderRead(db: RetailDb, table: 'orders' | 'users' | 'products', id: string, rec: object): string {
+  if (db.overlay(table).has(id)) return pyJsonDumps(rec);
+  let text = renderedBase.get(rec);
+  if (text === undefined) {
+    text = pyJsonDumps(rec);
+    renderedBase.set(rec, text);
+  }
+  return text;
+}
+
 const PRODUCT_ID_PARAM: ParamSpec = {
   name: 'product_id',
   type: 'string',
@@ -142,7 +158,7 @@ export const getOrderDetailsTool: Tool<RetailDb> = defineTool({
   kind: 'read',
   summary: 'Get the status and all details of an order.',
   params: [ORDER_ID_PARAM],
-  run: (db, args) => getOrder(db, args.order_id),
+  run: (db, args) => renderRead(db, 'orders', args.order_id as string, getOrder(db, args.order_id)),
 });
 
 export const getProductDetailsTool: Tool<RetailDb> = defineTool({
@@ -150,7 +166,7 @@ export const getProductDetailsTool: Tool<RetailDb> = defineTool({
   kind: 'read',
   summary: 'Get the details of a product, including every item (variant) of it with options, availability and price.',
   params: [PRODUCT_ID_PARAM],
-  run: (db, args) => getProduct(db, args.product_id),
+  run: (db, args) => renderRead(db, 'products', args.product_id as string, getProduct(db, args.product_id)),
 });
 
 export const getItemDetailsTool: Tool<RetailDb> = defineTool({
@@ -166,7 +182,7 @@ export const getUserDetailsTool: Tool<RetailDb> = defineTool({
   kind: 'read',
   summary: "Get a user's profile: name, default address, email, payment methods and order ids.",
   params: [USER_ID_PARAM],
-  run: (db, args) => getUser(db, args.user_id),
+  run: (db, args) => renderRead(db, 'users', args.user_id as string, getUser(db, args.user_id)),
 });
 
 export const listAllProductTypesTool: Tool<RetailDb> = defineTool({
