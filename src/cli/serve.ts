@@ -1,5 +1,129 @@
 import type { Command } from 'commander';
+import { ENV_SERVER_DEFAULTS, startEnvServer } from '../serve/env-server.ts';
+import { serveCheckpoint } from '../serve/model-serve.ts';
+import { readFileSync } from 'node:fs';
+import { serverLlmConfig, type ServerLlmFlags } from '../serve/env-judges.ts';
+import { FALLBACK_JUDGE_NAME } from '../serve/eval/fallback-judge.ts';
 
-export function register(_program: Command): void {
-  // The `serve` subcommands are added here.
+function positiveInt(name: string, min = 1) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+    return n;
+  };
+}
+
+export interface ServeEnvOptions {
+  host: string;
+  port: number;
+  token?: string;
+  maxSessions: number;
+  idleTimeout: number;
+  maxBody: number;
+  data?: string;
+  userBaseUrl?: string;
+  userModel?: string;
+  userGuidelines?: string;
+  judge?: string;
+  judgeBaseUrl?: string;
+  judgeModel?: string;
+  maxRequests: number;
+}
+
+function llmFlags(opts: ServeEnvOptions): ServerLlmFlags {
+  const flags: ServerLlmFlags = { dataDir: opts.data, maxRequests: opts.maxRequests };
+  if (opts.userBaseUrl || opts.userModel) {
+    if (!opts.userBaseUrl || !opts.userModel) throw new Error('an LLM user needs both --user-base-url and --user-model');
+    flags.user = { baseUrl: opts.userBaseUrl, model: opts.userModel, guidelines: opts.userGuidelines ? readFileSync(opts.userGuidelines, 'utf8') : undefined };
+  }
+  if (opts.judge === FALLBACK_JUDGE_NAME) flags.judge = FALLBACK_JUDGE_NAME;
+  else if (opts.judge !== undefined && opts.judge !== 'llm') throw new Error(`--judge must be "llm" or "${FALLBACK_JUDGE_NAME}", got ${opts.judge}`);
+  else if (opts.judge === 'llm' || opts.judgeBaseUrl || opts.judgeModel) {
+    if (!opts.judgeBaseUrl || !opts.judgeModel) throw new Error('an LLM judge needs both --judge-base-url and --judge-model');
+    flags.judge = { baseUrl: opts.judgeBaseUrl, model: opts.judgeModel };
+  }
+  return flags;
+}
+
+/** `longrun serve env`: runs until SIGINT/SIGTERM, then stops accepting, closes every session and exits 0. */
+export async function serveEnvCommand(opts: ServeEnvOptions): Promise<void> {
+  const token = opts.token ?? process.env.LONGRUN_SERVE_TOKEN;
+  const handle = await startEnvServer({
+    host: opts.host,
+    port: opts.port,
+    token: token === undefined || token === '' ? null : token,
+    maxSessions: opts.maxSessions,
+    idleTimeoutS: opts.idleTimeout,
+    maxBodyBytes: opts.maxBody,
+    dataDir: opts.data,
+    ...serverLlmConfig(llmFlags(opts)),
+    log: (line) => console.error(line),
+  });
+  if (!['127.0.0.1', 'localhost', '::1'].includes(opts.host) && token === undefined) {
+    console.error('warning: listening beyond loopback without --token; anyone who can reach this port can create sessions');
+  }
+  await untilSignal(handle.close, () => ` (closing ${handle.sessions.size} session(s))`);
+}
+
+/** Resolves on SIGINT/SIGTERM after `close()` finished. */
+function untilSignal(close: () => Promise<void>, what: () => string): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      console.error(`${signal}: shutting down${what()}`);
+      void close().then(resolve);
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+}
+
+export interface ServeModelCliOptions {
+  checkpoint: string;
+  tokenizer?: string;
+  chatFormat?: string;
+  modelName?: string;
+  host: string;
+  port: number;
+  token?: string;
+  maxBatch: number;
+}
+
+export async function serveModelCommand(opts: ServeModelCliOptions): Promise<void> {
+  const token = opts.token ?? process.env.LONGRUN_SERVE_TOKEN;
+  const handle = await serveCheckpoint({ ...opts, token: token === undefined || token === '' ? null : token, log: (line) => console.error(line) });
+  await untilSignal(handle.close, () => '');
+}
+
+export function register(program: Command): void {
+  const serve = program.command('serve').description('serve longrun over HTTP (env server, OpenAI-compatible model server)');
+  serve
+    .command('env')
+    .description('HTTP/JSON env server: sessions over the gym registry (see src/serve/env-server.ts for the API)')
+    .option('--host <host>', 'interface to listen on', ENV_SERVER_DEFAULTS.host)
+    .option('--port <n>', 'port (0 picks a free one)', positiveInt('--port', 0), ENV_SERVER_DEFAULTS.port)
+    .option('--token <token>', 'require "Authorization: Bearer <token>" (default: env LONGRUN_SERVE_TOKEN, else none)')
+    .option('--max-sessions <n>', 'most live sessions; more get 429', positiveInt('--max-sessions'), ENV_SERVER_DEFAULTS.maxSessions)
+    .option('--idle-timeout <seconds>', 'close sessions idle this long (0: never)', positiveInt('--idle-timeout', 0), ENV_SERVER_DEFAULTS.idleTimeoutS)
+    .option('--max-body <bytes>', 'largest request body; more gets 413', positiveInt('--max-body'), ENV_SERVER_DEFAULTS.maxBodyBytes)
+    .option('--data <dir>', 'τ² retail data folder (or a synthetic task-set folder) for the retail envs')
+    .option('--user-base-url <url>', 'OpenAI-compatible server for an LLM user (sessions opt in with kwargs {"user": "llm"})')
+    .option('--user-model <name>', 'LLM user model')
+    .option('--user-guidelines <file>', "the LLM user's guidelines (τ²'s simulation_guidelines.md for parity)")
+    .option('--judge <kind>', `judge for v1 NL assertions, given to every retail session: llm | ${FALLBACK_JUDGE_NAME} (not comparable to τ²)`)
+    .option('--judge-base-url <url>', 'LLM judge base URL')
+    .option('--judge-model <name>', 'LLM judge model')
+    .option('--max-requests <n>', 'LLM requests in flight across all sessions', positiveInt('--max-requests'), 8)
+    .action(async (opts: ServeEnvOptions) => serveEnvCommand(opts));
+  serve
+    .command('model')
+    .description('OpenAI-compatible model server over a checkpoint: /v1/completions (token ids + log-probs), /v1/chat/completions')
+    .requiredOption('--checkpoint <dir>', 'gpt-oss checkpoint folder (HF safetensors)')
+    .option('--tokenizer <name|file>', 'o200k_harmony or a BPE tokenizer JSON (default: <checkpoint>/tokenizer.json if present)')
+    .option('--chat-format <name>', 'harmony or hermes; enables /v1/chat/completions')
+    .option('--model-name <name>', 'model id clients send (default: the checkpoint folder name)')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <n>', 'port (0 picks a free one)', positiveInt('--port', 0), 8000)
+    .option('--token <token>', 'require "Authorization: Bearer <token>" (default: env LONGRUN_SERVE_TOKEN, else none)')
+    .option('--max-batch <n>', 'requests batched together', positiveInt('--max-batch'), 8)
+    .action(async (opts: ServeModelCliOptions) => serveModelCommand(opts));
 }
