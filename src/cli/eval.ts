@@ -2,7 +2,7 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { runEval, type EvalSummary } from '../serve/eval/runner.ts';
 import { AGENT_KINDS, buildEval, USER_KINDS, type EvalCliOptions } from '../serve/eval/setup.ts';
-import { FALLBACK_JUDGE_NAME } from '../serve/eval/fallback-judge.ts';
+import { FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
 import { withCheckpointAgent } from '../serve/eval/checkpoint-agent.ts';
 
 function int(name: string, min: number) {

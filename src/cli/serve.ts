@@ -3,7 +3,7 @@ import { ENV_SERVER_DEFAULTS, startEnvServer } from '../serve/env-server.ts';
 import { serveCheckpoint } from '../serve/model-serve.ts';
 import { readFileSync } from 'node:fs';
 import { serverLlmConfig, type ServerLlmFlags } from '../serve/env-judges.ts';
-import { FALLBACK_JUDGE_NAME } from '../serve/eval/fallback-judge.ts';
+import { FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
 
 function positiveInt(name: string, min = 1) {
   return (v: string): number => {

@@ -1,5 +1,83 @@
+/**
+ * `longrun train --config FILE`: an optional SFT stage (src/rl/sft.ts) then GRPO (src/rl/trainer.ts). The file
+ * format is described in src/rl/trainSetup.ts; the GRPO section's keys in src/rl/config.ts.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import { GptOssPolicy } from '../rl/modelPolicy.ts';
+import { GrpoTrainer } from '../rl/trainer.ts';
+import { buildRun, parseRunFile, type BuiltRun, type RunFile } from '../rl/trainSetup.ts';
 
-export function register(_program: Command): void {
-  // The `train` subcommands are added here.
+export interface TrainCommandOptions {
+  config: string;
+  steps?: string;
+  resume?: boolean;
+  progress?: boolean;
+}
+
+function readRunFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read config file ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    return parseYaml(text);
+  } catch (e) {
+    throw new Error(`config file ${path} is not valid YAML: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** The SFT stage: warm-starts the gpt-oss policy from expert trajectories before GRPO. */
+async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void): Promise<void> {
+  if (!run.sft) return;
+  if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
+  const { runSft } = await import('../rl/sft.ts');
+  const { readTrajectoriesJsonl, buildSftDocuments } = await import('../rl/sftData.ts');
+  const records = readTrajectoriesJsonl(run.sft.data);
+  const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
+  const { docs, stats } = buildSftDocuments(records, built.deps.format, { maxSeqLen: seqLen });
+  print(`sft: ${stats.documents} documents from ${stats.records} trajectories`);
+  const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, { model: built.model, data: docs, outDir: run.sft.outDir, resume: true });
+  print(`sft: ${result.steps} steps, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}`);
+  // GRPO's KL reference is the SFT model.
+  if (built.deps.policy instanceof GptOssPolicy) built.deps.policy.resetReferenceToCurrent();
+}
+
+export async function trainCommand(opts: TrainCommandOptions, print: (line: string) => void = console.log): Promise<number> {
+  const raw = readRunFile(opts.config) as Record<string, unknown>;
+  if (raw && typeof raw === 'object' && opts.steps !== undefined) {
+    const steps = Number(opts.steps);
+    if (!(Number.isInteger(steps) && steps > 0)) throw new Error(`--steps must be a positive integer, got ${opts.steps}`);
+    const grpo = (raw.grpo ?? {}) as Record<string, unknown>;
+    raw.grpo = { ...grpo, trainer: { ...((grpo.trainer ?? {}) as Record<string, unknown>), totalSteps: steps } };
+  }
+  const { run, trainer: config } = parseRunFile(raw);
+  if (opts.resume === false) config.trainer.resume = false;
+  if (opts.progress) config.trainer.progress = true;
+  for (const f of [config.trainer.metricsFile, config.trainer.checkpointDir && join(config.trainer.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
+  const built = await buildRun(run);
+  await runSftStage(run, built, print);
+  const trainer = new GrpoTrainer({ ...built.deps, config, log: print });
+  const { history, validations } = await trainer.fit();
+  const last = history.at(-1);
+  if (config.trainer.checkpointDir) writeFileSync(join(config.trainer.checkpointDir, 'summary.json'), JSON.stringify({ steps: trainer.step, last, validations }, null, 2));
+  print(`done: ${trainer.step} steps${last ? `, last reward ${last['reward/mean'].toFixed(3)}, success ${last['success/mean'].toFixed(3)}` : ''}`);
+  return 0;
+}
+
+export function register(program: Command): void {
+  program
+    .command('train')
+    .description('train a policy with GRPO (optionally after an SFT stage) from a YAML config')
+    .requiredOption('--config <file>', 'run config (YAML): task, policy, engine, optional sft, grpo')
+    .option('--steps <n>', 'override grpo.trainer.totalSteps')
+    .option('--no-resume', 'start fresh even if the checkpoint directory has a checkpoint')
+    .option('--progress', 'show a progress bar')
+    .action(async (opts: TrainCommandOptions) => {
+      process.exitCode = await trainCommand(opts);
+    });
 }

@@ -5,7 +5,7 @@ import { LLMJudge } from '../llm/openai/judge.ts';
 import { ConcurrencyLimiter } from '../llm/openai/limiter.ts';
 import { LLMUserSimulator } from '../llm/openai/user-simulator.ts';
 import type { ServerEnvConfig } from './env-kwargs.ts';
-import { CommunicateFallbackJudge, FALLBACK_JUDGE_NAME } from './eval/fallback-judge.ts';
+import { CommunicateFallbackJudge, FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
 
 export interface ServerLlmFlags {
   dataDir?: string;

@@ -1,8 +1,10 @@
 /**
  * Registers the τ²-bench retail environments with the gym registry:
  * - `longrun/retail-v0`: the τ² paper task set (`v0.x/tasks.json`, 15 tools, reward DB × COMMUNICATE, no judge);
- * - `longrun/retail-v1`: the current task set (`tasks.json`, 16 tools, reward DB × NL_ASSERTION on most tasks, so
- *   a `judge` kwarg is needed to score those).
+ * - `longrun/retail-v1`: the current task set (`tasks.json`, 16 tools, reward DB × NL_ASSERTION on most tasks). The
+ *   NL assertions need a judge: pass a `Judge` (e.g. the OpenAI-compatible `LLMJudge`) as `judge`. Without one the
+ *   env grades them with the deterministic `communicate-fallback` judge and warns once that such scores are not
+ *   comparable to τ²'s; `judge: 'none'` refuses NL-graded tasks instead.
  *
  * Kwargs: `dataDir` (default: env var LONGRUN_TAU2_RETAIL, else `../shared/tau2/retail` from the working directory),
  * `split` (default `base`), `user` (a UserSimulator; default the deterministic `TicketUser`, see src/tooluse/user.ts),
@@ -18,6 +20,7 @@ import type { Splits } from '../../tooluse/tasks.ts';
 import { DEFAULT_SPLIT, loadTasks, parseSplits, parseTasks, selectSplit } from '../../tooluse/tasks.ts';
 import type { UserSimulator } from '../../tooluse/user.ts';
 import { TicketUser } from '../../tooluse/user.ts';
+import { CommunicateFallbackJudge } from '../../tooluse/fallback-judge.ts';
 import type { RetailDb } from './db.ts';
 import { createRetailDomain, type RetailDomain } from './domain.ts';
 import { loadRetailData, type RetailData } from './load.ts';
@@ -69,7 +72,7 @@ export interface RetailEnvKwargs {
   dataDir?: string;
   split?: string;
   user?: UserSimulator;
-  judge?: Judge;
+  judge?: Judge | 'communicate-fallback' | 'none';
   maxSteps?: number;
   maxErrors?: number;
   enforceCommunicationProtocol?: boolean;
@@ -86,13 +89,30 @@ export function makeRetailEnv(version: RetailToolSet, kwargs: RetailEnvKwargs = 
     domain,
     tasks,
     user: kwargs.user ?? new TicketUser(),
-    judge: kwargs.judge,
+    judge: resolveJudge(version, kwargs.judge, tasks),
     maxSteps: kwargs.maxSteps,
     maxErrors: kwargs.maxErrors,
     enforceCommunicationProtocol: kwargs.enforceCommunicationProtocol,
     allMessagesAsObservation: kwargs.allMessagesAsObservation,
     renderMode: kwargs.renderMode,
   });
+}
+
+let warnedFallback = false;
+
+function resolveJudge(version: RetailToolSet, judge: RetailEnvKwargs['judge'], tasks: readonly Task[]): Judge | undefined {
+  if (judge === 'none') return undefined;
+  if (judge !== undefined && judge !== 'communicate-fallback') return judge;
+  // v0.x tasks are graded without a judge (DB × COMMUNICATE); only v1 needs one.
+  if (version === 'v0' && judge === undefined) return undefined;
+  if (judge === undefined && !warnedFallback) {
+    warnedFallback = true;
+    process.emitWarning(
+      "longrun/retail-v1 has no judge: NL assertions are graded by the deterministic 'communicate-fallback' judge, so rewards are not comparable to τ²-bench's. Pass judge: <Judge> for LLM grading.",
+      { code: 'LONGRUN_FALLBACK_JUDGE' },
+    );
+  }
+  return new CommunicateFallbackJudge(tasks);
 }
 
 /** Registers both retail envs; already registered ids are left alone. */

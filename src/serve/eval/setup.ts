@@ -19,7 +19,7 @@ import type { Task } from '../../tooluse/tasks.ts';
 import { TicketUser, type UserSimulator } from '../../tooluse/user.ts';
 import type { RetailDomain } from '../../domains/retail/domain.ts';
 import { OpenAIEvalAgent, SynthEvalAgent, type EvalAgent } from './agents.ts';
-import { CommunicateFallbackJudge, FALLBACK_JUDGE_NAME } from './fallback-judge.ts';
+import { CommunicateFallbackJudge, FALLBACK_JUDGE_NAME } from '../../tooluse/fallback-judge.ts';
 import type { EvalRunOptions, Metered } from './runner.ts';
 
 export const AGENT_KINDS = ['openai', 'expert'] as const;

@@ -52,4 +52,25 @@ describe('longrun/retail envs', () => {
     const report = await checkEnv(env.unwrapped, { throwOnError: false });
     assert.ok(report.ok, formatCheckReport(report));
   });
+
+  it('grade v1 NL assertions with the communicate-fallback judge when no judge is given, and refuse them with judge none', async () => {
+    const env = make<ToolUseObservation, ToolUseAction>(RETAIL_ENV_IDS.v1, { dataDir: TAU2_RETAIL_DIR });
+    const inner = env.unwrapped as ToolUseEnv;
+    // Task 36 has NL assertions and communicate_info; the gold actions alone say nothing to the user, so the
+    // fallback judge (communicate rule) fails the assertions; saying every communicate_info string passes them.
+    const task = getTask(inner.tasks, '36');
+    const info = task.evaluation_criteria!.communicate_info ?? [];
+    assert.ok(info.length > 0);
+    for (const say of [false, true]) {
+      await env.reset({ options: { taskId: '36' } });
+      for (const a of task.evaluation_criteria!.actions!) await env.step({ toolCalls: [{ name: a.name, arguments: a.arguments }] });
+      // The ticket user ends the episode (###STOP###) after an agent message that asks nothing.
+      const [, reward, terminated, , end] = say ? await env.step({ content: `To confirm: ${info.join(', ')}.` }) : await env.step('done()');
+      assert.equal(terminated, true);
+      assert.equal(reward, say ? 1 : 0);
+      assert.deepEqual((end.rewardInfo as RewardInfo).rewardBreakdown, { DB: 1, NL_ASSERTION: say ? 1 : 0 });
+    }
+    const strict = make<ToolUseObservation, ToolUseAction>(RETAIL_ENV_IDS.v1, { dataDir: TAU2_RETAIL_DIR, judge: 'none' });
+    await assert.rejects(strict.reset({ options: { taskId: '36' } }), /judge/i);
+  });
 });

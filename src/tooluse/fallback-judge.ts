@@ -4,9 +4,9 @@
  * were all said (τ²'s communicate rule; met when the task has none). Scores graded this way are NOT comparable to
  * τ² scores, and eval results say so.
  */
-import type { Judge, JudgeRequest, JudgeResult } from '../../tooluse/evaluator.ts';
-import { checkCommunicate } from '../../tooluse/evaluator.ts';
-import type { Task } from '../../tooluse/tasks.ts';
+import type { Judge, JudgeRequest, JudgeResult } from './evaluator.ts';
+import { checkCommunicate } from './evaluator.ts';
+import type { Task } from './tasks.ts';
 
 export const FALLBACK_JUDGE_NAME = 'communicate-fallback';
 
