@@ -1,0 +1,210 @@
+/**
+ * `GptOssPolicy`: the in-process gpt-oss model behind the trainer's `Policy` interface.
+ *
+ * Each batch row is unpadded (attention_mask) and the rows are packed into one sequence of documents (the model's
+ * document mask keeps them apart, positions restart per row). The target of packed position n is the next token
+ * when that token is a response token, so response slot t of row i is scored from position P−1+t (verl.md §2).
+ * `backward` maps d loss / d logprob per response slot onto the packed positions and calls `model.backward`.
+ *
+ * Limits of the current model API (documented, checked): training forwards need temperature 1 (the model's backward
+ * starts from target log-probs at temperature 1); scoring-only forwards accept any temperature (through the full
+ * log-softmax). Entropy is returned as a metric; an entropy-bonus gradient (`dEntropy`) would need d/d logits and is
+ * rejected. The reference policy is a separate frozen model, or the same model with its LoRA adapters off.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { clipGradNorm, globalNorm, memoryReport, type AdamW, type AdamWOptions } from '../engine/index.ts';
+import { loadCheckpoint as loadModelCheckpoint, loadWeightsInto, saveModel } from '../model/checkpoint/index.ts';
+import type { GptOssModel } from '../model/model.ts';
+import type { Batch } from '../rollout/batch.ts';
+import { batchDims, type OptimizerStepResult, type Policy, type PolicyForward, type PolicyForwardOptions } from './policy.ts';
+
+export interface GptOssPolicyOptions {
+  optimizer: AdamWOptions;
+  /** A frozen model for the KL reference, or `'adapters-off'` (LoRA training: the base model is the reference). */
+  reference: GptOssModel | 'adapters-off';
+}
+
+interface Packed {
+  tokens: Int32Array;
+  docIds: Int32Array;
+  targets: Int32Array;
+  /** Packed position → response slot index `i·R + t` (−1 for non-scored positions). */
+  slotOf: Int32Array;
+  B: number;
+  R: number;
+}
+
+export function packForScoring(batch: Batch): Packed {
+  const { B, P, R } = batchDims(batch);
+  const ids = batch.tensor('input_ids').data;
+  const att = batch.tensor('attention_mask').data;
+  const W = P + R;
+  const tokens: number[] = [];
+  const docIds: number[] = [];
+  const targets: number[] = [];
+  const slotOf: number[] = [];
+  for (let i = 0; i < B; i++) {
+    const cols: number[] = [];
+    for (let j = 0; j < W; j++) if (att[i * W + j]) cols.push(j);
+    cols.forEach((j, k) => {
+      tokens.push(ids[i * W + j]);
+      docIds.push(i);
+      const next = cols[k + 1];
+      if (next !== undefined && next >= P) {
+        targets.push(ids[i * W + next]);
+        slotOf.push(i * R + (next - P));
+      } else {
+        targets.push(-1);
+        slotOf.push(-1);
+      }
+    });
+  }
+  return { tokens: Int32Array.from(tokens), docIds: Int32Array.from(docIds), targets: Int32Array.from(targets), slotOf: Int32Array.from(slotOf), B, R };
+}
+
+export class GptOssPolicy implements Policy {
+  readonly optimizer: AdamW;
+  private pending: Packed | null = null;
+  syncs = 0;
+
+  constructor(readonly model: GptOssModel, private readonly options: GptOssPolicyOptions) {
+    this.optimizer = model.optimizer(options.optimizer);
+  }
+
+  private score(model: GptOssModel, batch: Batch, temperature: number, grad: boolean, entropy: boolean, adapters: boolean): PolicyForward {
+    const p = packForScoring(batch);
+    if (grad && temperature !== 1) throw new Error(`GptOssPolicy: training forwards need temperature 1 (got ${temperature}); the model's backward starts from untempered log-probs`);
+    const needFull = entropy || temperature !== 1;
+    const r = model.forward({ tokens: p.tokens, docIds: p.docIds, targets: p.targets }, { grad, adapters, fullLogprobs: needFull });
+    const logprobs = new Float32Array(p.B * p.R);
+    const ent = entropy ? new Float32Array(p.B * p.R) : undefined;
+    const full = r.fullLogprobs?.toArray();
+    r.fullLogprobs?.dispose();
+    const V = model.config.vocab_size;
+    const inv = temperature > 0 ? 1 / temperature : 1;
+    for (let n = 0; n < p.tokens.length; n++) {
+      const slot = p.slotOf[n];
+      if (slot < 0) continue;
+      if (!full) {
+        logprobs[slot] = r.logprobs[n];
+        continue;
+      }
+      // Tempered log-softmax from the untempered one: softmax((z − lse)/T) = softmax(z/T).
+      let mx = -Infinity;
+      for (let v = 0; v < V; v++) mx = Math.max(mx, full[n * V + v] * inv);
+      let s = 0;
+      for (let v = 0; v < V; v++) s += Math.exp(full[n * V + v] * inv - mx);
+      const lse = mx + Math.log(s);
+      logprobs[slot] = temperature === 1 ? r.logprobs[n] : full[n * V + p.targets[n]] * inv - lse;
+      if (ent) {
+        let h = 0;
+        for (let v = 0; v < V; v++) {
+          const l = full[n * V + v] * inv - lse;
+          h -= Math.exp(l) * l;
+        }
+        ent[slot] = h;
+      }
+    }
+    if (grad) this.pending = p;
+    return { logprobs, entropy: ent };
+  }
+
+  async logprobs(batch: Batch, options: PolicyForwardOptions): Promise<PolicyForward> {
+    return this.score(this.model, batch, options.temperature, options.grad, options.entropy, true);
+  }
+
+  async referenceLogprobs(batch: Batch, options: { temperature: number }): Promise<Float32Array> {
+    const ref = this.options.reference;
+    if (ref === 'adapters-off') return this.score(this.model, batch, options.temperature, false, false, false).logprobs;
+    return this.score(ref, batch, options.temperature, false, false, true).logprobs;
+  }
+
+  async backward(dLogprobs: Float32Array, dEntropy?: Float32Array): Promise<void> {
+    const p = this.pending;
+    if (!p) throw new Error('GptOssPolicy: backward() needs a preceding logprobs(..., { grad: true })');
+    this.pending = null;
+    if (dEntropy && dEntropy.some((x) => x !== 0)) throw new Error('GptOssPolicy: an entropy bonus needs d/d logits, which the model backward does not take yet; set actor.entropyCoeff to 0');
+    if (dLogprobs.length !== p.B * p.R) throw new Error(`GptOssPolicy: dLogprobs has ${dLogprobs.length} values, expected ${p.B * p.R}`);
+    const dl = new Float32Array(p.tokens.length);
+    for (let n = 0; n < dl.length; n++) if (p.slotOf[n] >= 0) dl[n] = dLogprobs[p.slotOf[n]];
+    this.model.backward(dl);
+  }
+
+  zeroGrad(): void {
+    this.model.zeroGrad();
+  }
+
+  async optimizerStep(options: { gradClip: number }): Promise<OptimizerStepResult> {
+    const grads = [...this.model.gradients().values()];
+    const gradNorm = options.gradClip > 0 ? clipGradNorm(grads, options.gradClip) : globalNorm(grads);
+    if (!Number.isFinite(gradNorm)) {
+      this.model.zeroGrad();
+      return { gradNorm, skipped: true };
+    }
+    this.optimizer.update();
+    return { gradNorm, skipped: false };
+  }
+
+  async syncToInference(): Promise<void> {
+    // The in-process engine reads the same parameter tensors.
+    this.syncs++;
+  }
+
+  /** `dir/model` (safetensors + config) and `dir/optimizer.bin` (m and v of every trainable tensor) + `dir/optimizer.json`. */
+  async saveCheckpoint(dir: string): Promise<void> {
+    mkdirSync(dir, { recursive: true });
+    saveModel(join(dir, 'model'), this.model);
+    const n = this.optimizer.params.length;
+    const parts: Float32Array[] = [];
+    for (let i = 0; i < n; i++) {
+      const { m, v } = this.optimizer.moments(i);
+      parts.push(Float32Array.from(m.data()), Float32Array.from(v.data()));
+    }
+    const total = parts.reduce((a, x) => a + x.length, 0);
+    const all = new Float32Array(total);
+    let off = 0;
+    for (const x of parts) {
+      all.set(x, off);
+      off += x.length;
+    }
+    writeFileSync(join(dir, 'optimizer.bin'), Buffer.from(all.buffer));
+    writeFileSync(join(dir, 'optimizer.json'), JSON.stringify({ format: 'longrun-adamw-v1', step: this.optimizer.step, lr: this.optimizer.lr, tensors: n, values: total }));
+  }
+
+  async loadCheckpoint(dir: string): Promise<void> {
+    const loaded = loadModelCheckpoint(join(dir, 'model'));
+    loadWeightsInto(this.model, loaded.params);
+    const meta = JSON.parse(readFileSync(join(dir, 'optimizer.json'), 'utf8')) as { format: string; step: number; lr: number; tensors: number; values: number };
+    if (meta.format !== 'longrun-adamw-v1' || meta.tensors !== this.optimizer.params.length) throw new Error(`${dir}/optimizer.json does not match this model's optimizer (${this.optimizer.params.length} tensors)`);
+    const buf = readFileSync(join(dir, 'optimizer.bin'));
+    const all = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
+    if (all.length !== meta.values) throw new Error(`${dir}/optimizer.bin has ${all.length} values, expected ${meta.values}`);
+    let off = 0;
+    for (let i = 0; i < meta.tensors; i++) {
+      const { m, v } = this.optimizer.moments(i);
+      m.data().set(all.subarray(off, off + m.size));
+      off += m.size;
+      v.data().set(all.subarray(off, off + v.size));
+      off += v.size;
+    }
+    this.optimizer.step = meta.step;
+    this.optimizer.lr = meta.lr;
+  }
+
+  /** Makes the frozen reference a copy of the current weights (e.g. after an SFT warm start). */
+  resetReferenceToCurrent(): void {
+    const ref = this.options.reference;
+    if (ref === 'adapters-off') return;
+    const mine = this.model.parameters();
+    for (const [name, p] of ref.parameters()) {
+      const src = mine.get(name);
+      if (!src || src.size !== p.size) throw new Error(`GptOssPolicy: the reference model's ${name} does not match the policy model`);
+      p.data().set(src.data());
+    }
+  }
+
+  peakMemoryBytes(): number {
+    return memoryReport().peakBytes;
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * Builds a GRPO run from a YAML/JSON file (`longrun train --config FILE`). The file's sections:
+ *
+ * ```yaml
+ * task: toy                      # toy | retail-v0 | retail-v1 (τ² retail, TicketUser)
+ * taskOptions: { dataDir: ../shared/tau2/retail, split: base, valSplit: test, maxTasks: 32 }
+ * policy:                        # tabular (toy only) | gpt-oss
+ *   type: gpt-oss
+ *   checkpoint: out/sft/model    # or `preset: tiny-1m` for a fresh model (vocabSize from the tokenizer)
+ *   tokenizer: out/sft/tokenizer.json   # a BPE file or o200k_harmony (not needed for the toy task)
+ *   format: harmony              # chat format (toy task: its own word format)
+ *   lr: 1e-5
+ *   reference: frozen-copy       # frozen-copy | adapters-off
+ * engine: { type: in-process, batching: step, maxBatchSize: 16 }   # or { type: openai, baseUrl, model }
+ * sft: { data: trajectories.jsonl, outDir: out/sft, config: { ... SftConfig } }   # optional stage before GRPO
+ * grpo: { ... TrainerConfig, see config.ts }
+ * ```
+ */
+import { z } from 'zod';
+import type { ChatFormat, Tokenizer } from '../llm/index.ts';
+import { createChatFormat, loadTokenizer } from '../llm/index.ts';
+import { presetConfig } from '../model/config.ts';
+import { GptOssModel } from '../model/model.ts';
+import { loadModel } from '../model/checkpoint/index.ts';
+import type { AgentEnv } from '../rollout/agentLoop.ts';
+import type { InferenceEngine } from '../rollout/inference.ts';
+import { createModelEngine, createStepModelEngine } from '../rollout/modelEngine.ts';
+import { OpenAICompatibleEngine } from '../rollout/openaiEngine.ts';
+import { GREETING } from '../tooluse/orchestrator.ts';
+import { parseTrainerConfig, type TrainerConfig } from './config.ts';
+import { GptOssPolicy } from './modelPolicy.ts';
+import type { Policy } from './policy.ts';
+import type { TrainerDeps } from './trainer.ts';
+import { createToySetup } from './toy/toyTask.ts';
+
+export const RunFileSchema = z.object({
+  task: z.enum(['toy', 'retail-v0', 'retail-v1']),
+  taskOptions: z.object({
+    dataDir: z.string().optional(),
+    split: z.string().default('base'),
+    valSplit: z.string().optional(),
+    /** Use only the first N training tasks (small runs). */
+    maxTasks: z.number().int().positive().optional(),
+  }).strict().default({ split: 'base' }),
+  policy: z.object({
+    type: z.enum(['tabular', 'gpt-oss']),
+    checkpoint: z.string().optional(),
+    preset: z.string().optional(),
+    tokenizer: z.string().optional(),
+    format: z.enum(['harmony', 'hermes']).default('harmony'),
+    lr: z.number().positive().optional(),
+    weightDecay: z.number().min(0).default(0.01),
+    reference: z.enum(['frozen-copy', 'adapters-off']).default('frozen-copy'),
+    seed: z.number().int().min(0).default(0),
+  }).strict(),
+  engine: z.object({
+    type: z.enum(['in-process', 'openai']).default('in-process'),
+    /** In-process batching: per request batch ('request') or iteration-level continuous batching ('step'). */
+    batching: z.enum(['request', 'step']).default('step'),
+    maxBatchSize: z.number().int().positive().default(16),
+    maxBatchTokens: z.number().int().positive().optional(),
+    /** Step batching: KV positions reserved per trajectory so turns reuse the cache (default: the model's max positions). */
+    sessionCapacity: z.number().int().positive().optional(),
+    baseUrl: z.string().optional(),
+    model: z.string().optional(),
+    concurrency: z.number().int().positive().optional(),
+  }).strict().default({ type: 'in-process', batching: 'step', maxBatchSize: 16 }),
+  sft: z.object({
+    /** Trajectories JSONL (`longrun rollout` output). */
+    data: z.string(),
+    outDir: z.string(),
+    config: z.record(z.string(), z.unknown()).default({}),
+  }).strict().optional(),
+  grpo: z.unknown().optional(),
+}).strict();
+
+export type RunFile = z.infer<typeof RunFileSchema>;
+
+export function parseRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig } {
+  const r = RunFileSchema.safeParse(raw);
+  if (!r.success) throw new Error(`invalid run config:\n${r.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`).join('\n')}`);
+  if (r.data.grpo === undefined) throw new Error('invalid run config:\n  grpo: the GRPO trainer section is required');
+  return { run: r.data, trainer: parseTrainerConfig(r.data.grpo) };
+}
+
+export interface BuiltRun {
+  deps: Omit<TrainerDeps, 'config' | 'log'>;
+  /** The gpt-oss model, when the policy is one (for the SFT stage). */
+  model?: GptOssModel;
+  tokenizer: Tokenizer;
+}
+
+function engineFor(run: RunFile, model: GptOssModel | undefined, fallback: InferenceEngine | undefined): InferenceEngine {
+  if (run.engine.type === 'openai') {
+    if (!run.engine.baseUrl || !run.engine.model) throw new Error('engine.type openai needs engine.baseUrl and engine.model');
+    return new OpenAICompatibleEngine({ baseUrl: run.engine.baseUrl, model: run.engine.model, concurrency: run.engine.concurrency });
+  }
+  if (model) {
+    const o = { maxBatchSize: run.engine.maxBatchSize, maxBatchTokens: run.engine.maxBatchTokens, sessionCapacity: run.engine.sessionCapacity ?? model.config.max_position_embeddings };
+    return run.engine.batching === 'step' ? createStepModelEngine(model, o) : createModelEngine(model, o);
+  }
+  if (fallback) return fallback;
+  throw new Error('no in-process engine for this policy');
+}
+
+function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: Policy } {
+  const p = run.policy;
+  const build = () => {
+    if (p.checkpoint) return loadModel(p.checkpoint, { grads: true });
+    if (!p.preset) throw new Error('policy.type gpt-oss needs policy.checkpoint or policy.preset');
+    return new GptOssModel(presetConfig(p.preset, { vocab_size: vocabSize }), { seed: p.seed });
+  };
+  const model = build();
+  if (model.config.vocab_size < vocabSize) throw new Error(`the model's vocabulary (${model.config.vocab_size}) is smaller than the tokenizer's (${vocabSize})`);
+  const reference = p.reference === 'adapters-off' ? 'adapters-off' as const : (() => {
+    const r = p.checkpoint ? loadModel(p.checkpoint, { grads: false }) : new GptOssModel(model.config, { seed: p.seed, grads: false });
+    return r;
+  })();
+  return { model, policy: new GptOssPolicy(model, { optimizer: { lr: p.lr ?? 1e-5, weightDecay: p.weightDecay }, reference }) };
+}
+
+export async function buildRun(run: RunFile): Promise<BuiltRun> {
+  if (run.task === 'toy') {
+    const s = createToySetup({ lr: run.policy.type === 'tabular' ? run.policy.lr : undefined });
+    const common = { format: s.format as ChatFormat, makeEnv: s.makeEnv as () => AgentEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId };
+    if (run.policy.type === 'tabular') return { deps: { ...common, policy: s.policy, engine: engineFor(run, undefined, s.engine) }, tokenizer: s.tokenizer };
+    const { model, policy } = gptOss(run, s.tokenizer.vocabSize);
+    return { deps: { ...common, policy, engine: engineFor(run, model, undefined) }, model, tokenizer: s.tokenizer };
+  }
+  if (run.policy.type !== 'gpt-oss') throw new Error(`policy.type ${run.policy.type} only works with task: toy`);
+  if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file or o200k_harmony)');
+  const { makeRetailEnv, loadRetailTaskSet } = await import('../domains/retail/register.ts');
+  const version = run.task === 'retail-v0' ? 'v0' : 'v1';
+  const tokenizer = loadTokenizer(run.policy.tokenizer);
+  const format = createChatFormat(run.policy.format, tokenizer);
+  const o = run.taskOptions;
+  const train = loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.split }).tasks.slice(0, o.maxTasks);
+  const val = o.valSplit ? loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.valSplit }).tasks : undefined;
+  const { model, policy } = gptOss(run, tokenizer.vocabSize);
+  const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
+  return {
+    deps: {
+      policy,
+      engine: engineFor(run, model, undefined),
+      format,
+      makeEnv: () => makeRetailEnv(version, { dataDir: o.dataDir, split: o.split }),
+      trainTasks: train.map((t) => t.id),
+      valTasks: val?.map((t) => t.id),
+      makeValEnv: o.valSplit ? () => makeRetailEnv(version, { dataDir: o.dataDir, split: o.valSplit }) : undefined,
+      padId: pad,
+      loop: { greeting: GREETING },
+    },
+    model,
+    tokenizer,
+  };
+}

@@ -1,0 +1,449 @@
+/**
+ * The GRPO trainer loop, in verl's order (verl.md §2):
+ *   generate (n per prompt, grouped by uid) → reward (at episode end, in the agent loop; optional DAPO overlong
+ *   shaping and dynamic sampling) → old log-probs (current weights, no grad) → reference log-probs → KL-in-reward →
+ *   advantages → ppo_epochs × mini-batches (one optimizer step each) × micro-batches (forward, loss, backward with
+ *   scale 1/grad_accum) → weight sync to the inference engine.
+ * Validation every `testFreq` steps (mean reward, success, pass^k); checkpoints every `saveFreq` steps with exact
+ * resume (trainer state + RNG here, weights + optimizer through the Policy); one JSONL metrics line per step.
+ *
+ * The policy loss per micro-batch (verl.md §4.3): pg_loss − entropy_coeff·agg(entropy) + kl_loss_coef·agg(kl).
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import cliProgress from 'cli-progress';
+import type { ChatFormat } from '../llm/index.ts';
+import { Rng, type RngState } from '../gym/rng.ts';
+import { computeMetrics } from '../tooluse/metrics.ts';
+import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agentLoop.ts';
+import type { Batch } from '../rollout/batch.ts';
+import { collate } from '../rollout/collate.ts';
+import { flattenGroups, sampleGroups, type SampledGroup } from '../rollout/groups.ts';
+import type { InferenceEngine } from '../rollout/inference.ts';
+import { computeAdvantages } from './advantages.ts';
+import { aggregateLoss } from './aggregate.ts';
+import type { TrainerConfig } from './config.ts';
+import { dynamicSampling, overlongPenalty } from './dapo.ts';
+import { applyKlInReward, klPenalty, type KlPenaltyType } from './kl.ts';
+import type { Policy } from './policy.ts';
+import { computePolicyLoss } from './policyLoss.ts';
+
+export interface TrainerDeps {
+  config: TrainerConfig;
+  policy: Policy;
+  engine: InferenceEngine;
+  format: ChatFormat;
+  makeEnv: () => AgentEnv;
+  trainTasks: readonly string[];
+  valTasks?: readonly string[];
+  /** Env factory for validation when the validation tasks live elsewhere (another split); default `makeEnv`. */
+  makeValEnv?: () => AgentEnv;
+  padId: number;
+  /** Extra agent-loop options (system prompt, greeting). */
+  loop?: { systemPrompt?: string; greeting?: string };
+  log?: (line: string) => void;
+}
+
+export type Metrics = Record<string, number>;
+
+interface TrainerState {
+  step: number;
+  rng: RngState;
+  /** Position in the current shuffled pass over the training tasks. */
+  order: number[];
+  cursor: number;
+  epoch: number;
+}
+
+const TRAINER_STATE_FORMAT = 'longrun-grpo-trainer-v1';
+
+/**
+ * Truncated importance weights π_old/π_rollout (verl.md §4.8): per token `min(exp(old − rollout), threshold)`, or per
+ * sequence `min(exp(Σ_t (old − rollout)·m), threshold)` broadcast over its tokens; 0 where the mask is 0.
+ */
+export function rolloutIsWeights(old: ArrayLike<number>, rollout: ArrayLike<number>, mask: ArrayLike<number>, B: number, R: number, level: 'token' | 'sequence', threshold: number): Float32Array {
+  const w = new Float32Array(B * R);
+  for (let i = 0; i < B; i++) {
+    let seq = 0;
+    for (let t = 0; t < R; t++) if (mask[i * R + t]) seq += old[i * R + t] - rollout[i * R + t];
+    for (let t = 0; t < R; t++) {
+      const k = i * R + t;
+      if (!mask[k]) continue;
+      w[k] = Math.min(Math.exp(level === 'token' ? old[k] - rollout[k] : seq), threshold);
+    }
+  }
+  return w;
+}
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+export class GrpoTrainer {
+  readonly config: TrainerConfig;
+  private readonly deps: TrainerDeps;
+  private readonly rng: Rng;
+  private state: Omit<TrainerState, 'rng'>;
+  /** Per-step metrics, also written to the JSONL file. */
+  readonly history: Metrics[] = [];
+  readonly validations: Metrics[] = [];
+
+  constructor(deps: TrainerDeps) {
+    this.deps = deps;
+    this.config = deps.config;
+    if (deps.trainTasks.length === 0) throw new Error('trainer: no training tasks');
+    this.rng = new Rng(this.config.trainer.seed);
+    this.state = { step: 0, order: [], cursor: 0, epoch: 0 };
+  }
+
+  get step(): number {
+    return this.state.step;
+  }
+
+  private loop(temperature: number): AgentLoop {
+    const r = this.config.rollout;
+    return new AgentLoop({
+      format: this.deps.format,
+      engine: this.deps.engine,
+      sampling: { temperature, topP: r.topP, topK: r.topK > 0 ? r.topK : undefined },
+      maxTurns: r.maxTurns,
+      maxResponseTokens: r.maxResponseTokens,
+      maxTokensPerTurn: r.maxTokensPerTurn,
+      onParseError: r.onParseError,
+      systemPrompt: this.deps.loop?.systemPrompt,
+      greeting: this.deps.loop?.greeting,
+    });
+  }
+
+  /** The next `count` training tasks: shuffled passes over the task list (seeded, resumable). */
+  private nextTasks(count: number): string[] {
+    const out: string[] = [];
+    while (out.length < count) {
+      if (this.state.cursor >= this.state.order.length) {
+        this.state.order = this.rng.permutation(this.deps.trainTasks.length);
+        this.state.cursor = 0;
+        this.state.epoch++;
+      }
+      out.push(this.deps.trainTasks[this.state.order[this.state.cursor++]]);
+    }
+    return out;
+  }
+
+  /** Generation for one step (with DAPO dynamic sampling when enabled). */
+  private async generate(bar: cliProgress.SingleBar | null): Promise<{ groups: SampledGroup[]; genMetrics: Metrics }> {
+    const c = this.config;
+    const step = this.state.step;
+    const loop = this.loop(c.rollout.temperature);
+    const roundOf = async (round: number, count: number) => {
+      const tasks = this.nextTasks(count);
+      const groups = tasks.map((taskId, i) => ({ taskId, uid: `s${step}-r${round}-${i}` }));
+      const total = groups.length * c.rollout.n;
+      bar?.start(total, 0, { phase: `step ${step + 1} gen` });
+      const out = await sampleGroups({
+        loop,
+        makeEnv: this.deps.makeEnv,
+        groups,
+        n: c.rollout.n,
+        concurrency: c.rollout.concurrency,
+        seed: (c.trainer.seed * 1_000_003 + step * 10_007 + round * 101) % 2_000_000_000,
+        onTrajectory: (_t, done) => bar?.update(done),
+      });
+      bar?.stop();
+      return out;
+    };
+    const fg = c.algorithm.filterGroups;
+    if (!fg.enable) return { groups: await roundOf(0, c.data.trainBatchSize), genMetrics: {} };
+    const metricOf = (g: SampledGroup) => g.trajectories.map((t) => (fg.metric === 'success' ? (t.success ? 1 : 0) : this.shapedReward(t)));
+    const r = await dynamicSampling({
+      generate: (round) => roundOf(round, c.data.genBatchSize ?? c.data.trainBatchSize),
+      metricOf,
+      targetGroups: c.data.trainBatchSize,
+      maxRounds: fg.maxNumGenBatches,
+    });
+    return { groups: r.groups, genMetrics: { 'dapo/gen_rounds': r.rounds, 'dapo/dropped_groups': r.dropped, 'dapo/generated_groups': r.generated } };
+  }
+
+  /** The reward used for training: the episode reward plus the DAPO overlong penalty when enabled. */
+  private shapedReward(t: Trajectory): number {
+    const ob = this.config.algorithm.overlongBuffer;
+    if (!ob.enable) return t.reward;
+    return t.reward + overlongPenalty(t.responseIds.length, { maxResponseLength: this.config.rollout.maxResponseTokens, bufferLength: ob.len, penaltyFactor: ob.penaltyFactor });
+  }
+
+  /** One training step; returns its metrics. */
+  async trainStep(bar: cliProgress.SingleBar | null = null): Promise<Metrics> {
+    const c = this.config;
+    const { policy } = this.deps;
+    const timing: Metrics = {};
+    const time = async <T>(name: string, f: () => Promise<T>): Promise<T> => {
+      const t0 = performance.now();
+      const r = await f();
+      timing[`timing/${name}`] = (performance.now() - t0) / 1000;
+      return r;
+    };
+
+    // 1–4. Generate n trajectories per prompt (reward computed at episode end by the env).
+    const { groups, genMetrics } = await time('gen', () => this.generate(bar));
+    const { trajectories, uids } = flattenGroups(groups);
+    const batch = collate(trajectories, { padId: this.deps.padId, uids, temperature: c.rollout.temperature });
+    const B = batch.size;
+    const R = batch.tensor('responses').shape[1];
+    const mask = batch.tensor('response_mask').data;
+
+    // 7. Reward: token_level_scores from the agent loop, with overlong shaping when enabled.
+    const scores = batch.tensor('token_level_scores').data as Float32Array;
+    if (c.algorithm.overlongBuffer.enable) {
+      trajectories.forEach((t, i) => {
+        scores[i * R + Math.max(t.responseIds.length - 1, 0)] = this.shapedReward(t);
+      });
+    }
+
+    // 8. Old log-probs (π_old = current weights) and entropy for the metric; in bypass mode π_old = the rollout's.
+    const rc = c.algorithm.rolloutCorrection;
+    const rollout = batch.tensor('rollout_log_probs').data as Float32Array;
+    const old = rc.bypassMode
+      ? { logprobs: Float32Array.from(rollout), entropy: undefined }
+      : await time('old_log_prob', () => policy.logprobs(batch, { temperature: c.rollout.temperature, grad: false, entropy: true }));
+    batch.setTensor('old_log_probs', old.logprobs, [B, R]);
+    let mismatch = 0;
+    for (let k = 0; k < B * R; k++) if (mask[k]) mismatch = Math.max(mismatch, Math.abs(rollout[k] - old.logprobs[k]));
+    if (rc.rolloutIs !== null) batch.setTensor('rollout_is_weights', rolloutIsWeights(old.logprobs, rollout, mask, B, R, rc.rolloutIs, rc.threshold), [B, R]);
+
+    // 9. Reference log-probs.
+    const needRef = c.actor.useKlLoss || c.algorithm.useKlInReward;
+    if (needRef) batch.setTensor('ref_log_prob', await time('ref', () => policy.referenceLogprobs(batch, { temperature: c.rollout.temperature })), [B, R]);
+
+    // 11. KL in reward, then advantages.
+    const t0 = performance.now();
+    let tokenRewards: Float32Array = scores;
+    const extra: Metrics = {};
+    if (c.algorithm.useKlInReward) {
+      const k = applyKlInReward(scores, old.logprobs, batch.tensor('ref_log_prob').data, mask, B, R, c.algorithm.klCoef, c.algorithm.klPenalty as KlPenaltyType);
+      tokenRewards = k.rewards;
+      extra['critic/kl_in_reward'] = k.meanKl;
+    }
+    batch.setTensor('token_level_rewards', tokenRewards, [B, R]);
+    const adv = computeAdvantages(c.algorithm.advEstimator, tokenRewards, mask, uids, B, R, { normAdvByStd: c.algorithm.normAdvByStdInGrpo });
+    batch.setTensor('advantages', adv.tokens, [B, R]);
+    timing['timing/adv'] = (performance.now() - t0) / 1000;
+
+    // 13. Actor update.
+    const update = await time('update', () => this.updateActor(batch));
+    await time('sync', () => policy.syncToInference());
+
+    this.state.step++;
+    const responseTokens = trajectories.reduce((a, t) => a + t.responseIds.length, 0);
+    const allTokens = responseTokens + trajectories.reduce((a, t) => a + t.promptIds.length, 0);
+    const stepTime = Object.values(timing).reduce((a, b) => a + b, 0);
+    const modelTokens = trajectories.reduce((a, t) => a + t.responseMask.reduce((x, y) => x + y, 0), 0);
+    const metrics: Metrics = {
+      step: this.state.step,
+      'reward/mean': mean(trajectories.map((t) => t.reward)),
+      'reward/shaped_mean': mean(trajectories.map((t) => this.shapedReward(t))),
+      'success/mean': mean(trajectories.map((t) => (t.success ? 1 : 0))),
+      'response_length/mean': responseTokens / B,
+      'response_length/max': Math.max(...trajectories.map((t) => t.responseIds.length)),
+      'response_length/clip_ratio': mean(trajectories.map((t) => (t.terminationReason === 'max_response_tokens' ? 1 : 0))),
+      'turns/mean': mean(trajectories.map((t) => t.numTurns)),
+      'tool_calls/mean': mean(trajectories.map((t) => t.toolCalls)),
+      'tool_error_rate': trajectories.reduce((a, t) => a + t.toolErrors, 0) / Math.max(1, trajectories.reduce((a, t) => a + t.toolCalls, 0)),
+      'parse_error_rate': trajectories.reduce((a, t) => a + t.parseErrors, 0) / Math.max(1, trajectories.reduce((a, t) => a + t.numTurns, 0)),
+      'rollout/logprob_max_abs_diff': mismatch,
+      'adv/mean_abs': mean([...adv.sequence].map(Math.abs)),
+      'adv/zero_groups': groups.filter((g) => g.trajectories.every((t) => this.shapedReward(t) === this.shapedReward(g.trajectories[0]))).length / groups.length,
+      'perf/tokens_per_s': allTokens / Math.max(stepTime, 1e-9),
+      'perf/gen_model_tokens_per_s': modelTokens / Math.max(timing['timing/gen'], 1e-9),
+      'perf/model_tokens': modelTokens,
+      ...update,
+      ...extra,
+      ...genMetrics,
+      ...timing,
+    };
+    if (old.entropy) metrics['actor/entropy'] = aggregateLoss(old.entropy, mask, B, R, 'token-mean').value;
+    const peak = policy.peakMemoryBytes?.();
+    if (peak !== undefined) metrics['perf/peak_memory_bytes'] = peak;
+    this.history.push(metrics);
+    this.writeMetrics({ kind: 'train', ...metrics });
+    return metrics;
+  }
+
+  /**
+   * ppo_epochs × mini-batches × micro-batches (verl.md §2 "Mini-batches, micro-batches, epochs"): mini-batches are
+   * consecutive slices (no shuffle); each micro-batch's loss gradient is scaled by 1/grad_accum; one optimizer step
+   * (with grad-norm clipping) per mini-batch.
+   */
+  private async updateActor(batch: Batch): Promise<Metrics> {
+    const c = this.config;
+    const a = c.actor;
+    const { policy } = this.deps;
+    const miniSize = (a.ppoMiniBatchSize ?? c.data.trainBatchSize) * c.rollout.n;
+    const stats = { pgLoss: [] as number[], clipFrac: [] as number[], clipFracLower: [] as number[], ppoKl: [] as number[], klLoss: [] as number[], gradNorm: [] as number[], entropy: [] as number[], skipped: 0, steps: 0, micro: 0 };
+    const aggMode = a.policyLoss === 'gspo' ? 'seq-mean-token-mean' : a.lossAggMode;
+    // seq-mean-token-sum-norm divides by the padded response width R in verl, i.e. the configured budget.
+    const lossScaleFactor = a.lossScaleFactor ?? c.rollout.maxResponseTokens;
+    for (let epoch = 0; epoch < a.ppoEpochs; epoch++) {
+      for (const mini of batch.split(miniSize)) {
+        const micros = this.microBatches(mini);
+        policy.zeroGrad();
+        for (const micro of micros) {
+          // 1/grad_accum for fixed-size micro-batches; the micro-batch's share of rows with dynamic batch size.
+          const scale = a.ppoMaxTokenLenPerMicro !== undefined ? micro.size / mini.size : 1 / micros.length;
+          const B = micro.size;
+          const R = micro.tensor('responses').shape[1];
+          const mask = micro.tensor('response_mask').data;
+          const wantEntropy = a.entropyCoeff !== 0;
+          const cur = await policy.logprobs(micro, { temperature: c.rollout.temperature, grad: true, entropy: wantEntropy });
+          const pg = computePolicyLoss(a.policyLoss, {
+            logprobs: cur.logprobs,
+            oldLogprobs: micro.tensor('old_log_probs').data,
+            advantages: micro.tensor('advantages').data,
+            responseMask: mask,
+            rows: B,
+            cols: R,
+            isWeights: micro.hasTensor('rollout_is_weights') ? micro.tensor('rollout_is_weights').data : undefined,
+          }, { clipRatio: a.clipRatio, clipRatioLow: a.clipRatioLow, clipRatioHigh: a.clipRatioHigh, clipRatioC: a.clipRatioC });
+          const pgAgg = aggregateLoss(pg.losses, mask, B, R, aggMode, { lossScaleFactor });
+          const dLogprobs = new Float32Array(B * R);
+          for (let k = 0; k < B * R; k++) dLogprobs[k] = scale * pgAgg.weights[k] * pg.dLogprob[k];
+          if (a.useKlLoss) {
+            const kl = klPenalty(cur.logprobs, micro.tensor('ref_log_prob').data, mask, B, R, a.klLossType as KlPenaltyType);
+            const klAgg = aggregateLoss(kl.values, mask, B, R, a.lossAggMode, { lossScaleFactor });
+            for (let k = 0; k < B * R; k++) dLogprobs[k] += scale * a.klLossCoef * klAgg.weights[k] * kl.dLogprob[k];
+            stats.klLoss.push(klAgg.value);
+          }
+          let dEntropy: Float32Array | undefined;
+          if (wantEntropy) {
+            const ent = aggregateLoss(cur.entropy!, mask, B, R, a.lossAggMode, { lossScaleFactor });
+            dEntropy = new Float32Array(B * R);
+            for (let k = 0; k < B * R; k++) dEntropy[k] = -scale * a.entropyCoeff * ent.weights[k];
+            stats.entropy.push(ent.value);
+          }
+          await policy.backward(dLogprobs, dEntropy);
+          stats.micro++;
+          stats.pgLoss.push(pgAgg.value);
+          stats.clipFrac.push(pg.stats.clipFrac);
+          stats.clipFracLower.push(pg.stats.clipFracLower);
+          stats.ppoKl.push(pg.stats.approxKl);
+        }
+        const r = await policy.optimizerStep({ gradClip: a.gradClip });
+        stats.gradNorm.push(r.gradNorm);
+        if (r.skipped) stats.skipped++;
+        stats.steps++;
+      }
+    }
+    const out: Metrics = {
+      'actor/pg_loss': mean(stats.pgLoss),
+      'actor/pg_clipfrac': mean(stats.clipFrac),
+      'actor/pg_clipfrac_lower': mean(stats.clipFracLower),
+      'actor/ppo_kl': mean(stats.ppoKl),
+      'actor/grad_norm': mean(stats.gradNorm),
+      'actor/optimizer_steps': stats.steps,
+      'actor/micro_batches': stats.micro,
+      'actor/skipped_steps': stats.skipped,
+    };
+    if (stats.klLoss.length) out['actor/kl_loss'] = mean(stats.klLoss);
+    if (stats.entropy.length) out['actor/entropy_loss'] = mean(stats.entropy);
+    return out;
+  }
+
+  /**
+   * Fixed-size micro-batches (`ppoMicroBatchSize`), or with `ppoMaxTokenLenPerMicro` (verl's dynamic batch size,
+   * verl.md §2): k = min(rows, ceil(total tokens / budget)) groups balanced by tokens (longest row first onto the
+   * lightest group), each kept in the original row order.
+   */
+  private microBatches(mini: Batch): Batch[] {
+    const a = this.config.actor;
+    if (a.ppoMaxTokenLenPerMicro === undefined) return mini.split(Math.min(a.ppoMicroBatchSize ?? mini.size, mini.size));
+    const att = mini.tensor('attention_mask');
+    const W = att.shape[1];
+    const lengths = Array.from({ length: mini.size }, (_, i) => {
+      let n = 0;
+      for (let j = 0; j < W; j++) n += att.data[i * W + j];
+      return n;
+    });
+    const total = lengths.reduce((x, y) => x + y, 0);
+    const k = Math.min(mini.size, Math.ceil(total / a.ppoMaxTokenLenPerMicro));
+    const groups = Array.from({ length: k }, () => ({ load: 0, rows: [] as number[] }));
+    const order = lengths.map((_, i) => i).sort((x, y) => lengths[y] - lengths[x] || x - y);
+    for (const i of order) {
+      const g = groups.reduce((best, cur) => (cur.load < best.load ? cur : best));
+      g.load += lengths[i];
+      g.rows.push(i);
+    }
+    return groups.filter((g) => g.rows.length > 0).map((g) => mini.select({ indices: g.rows.sort((x, y) => x - y) }));
+  }
+
+  /** Runs `valN` samples of every validation task: mean reward (mean@1), success rate, pass^k. */
+  async validate(): Promise<Metrics> {
+    const c = this.config;
+    const tasks = this.deps.valTasks ?? this.deps.trainTasks;
+    const groups = tasks.map((taskId, i) => ({ taskId, uid: `val-${this.state.step}-${i}` }));
+    const sampled = await sampleGroups({
+      loop: this.loop(c.trainer.valTemperature),
+      makeEnv: this.deps.makeValEnv ?? this.deps.makeEnv,
+      groups,
+      n: c.trainer.valN,
+      concurrency: c.rollout.concurrency,
+      // A fixed seed base for validation, so validations at different steps are comparable.
+      seed: 1_500_000_000 + c.trainer.seed,
+    });
+    const { trajectories } = flattenGroups(sampled);
+    const m = computeMetrics(trajectories.map((t) => ({ taskId: t.taskId ?? '?', reward: t.reward })));
+    const out: Metrics = { step: this.state.step, 'val/reward_mean': m.avgReward, 'val/success': m.successRate, 'val/turns_mean': mean(trajectories.map((t) => t.numTurns)) };
+    for (const [k, v] of Object.entries(m.passHatK)) out[`val/pass^${k}`] = v;
+    this.validations.push(out);
+    this.writeMetrics({ kind: 'val', ...out });
+    return out;
+  }
+
+  /** Trains until `trainer.totalSteps`, validating and checkpointing on schedule; resumes from the latest checkpoint first. */
+  async fit(): Promise<{ history: Metrics[]; validations: Metrics[] }> {
+    const t = this.config.trainer;
+    if (t.resume && t.checkpointDir && existsSync(join(t.checkpointDir, 'latest'))) {
+      await this.loadCheckpoint(t.checkpointDir);
+      this.deps.log?.(`resumed from ${t.checkpointDir} at step ${this.state.step}`);
+    }
+    const bar = t.progress ? new cliProgress.SingleBar({ format: '{phase} [{bar}] {value}/{total} episodes', hideCursor: true }, cliProgress.Presets.shades_classic) : null;
+    if (t.testFreq > 0 && this.state.step === 0) this.report(await this.validate());
+    while (this.state.step < t.totalSteps) {
+      const m = await this.trainStep(bar);
+      this.report(m);
+      if (t.testFreq > 0 && (this.state.step % t.testFreq === 0 || this.state.step === t.totalSteps)) this.report(await this.validate());
+      if (t.saveFreq > 0 && t.checkpointDir && (this.state.step % t.saveFreq === 0 || this.state.step === t.totalSteps)) await this.saveCheckpoint(t.checkpointDir);
+    }
+    return { history: this.history, validations: this.validations };
+  }
+
+  private report(m: Metrics): void {
+    if (!this.deps.log) return;
+    const keys = ['reward/mean', 'success/mean', 'actor/pg_clipfrac', 'actor/grad_norm', 'val/reward_mean', 'val/success', 'val/pass^1'];
+    this.deps.log(`step ${m.step}: ${keys.filter((k) => k in m).map((k) => `${k}=${m[k].toFixed(3)}`).join(' ')}`);
+  }
+
+  private writeMetrics(line: Record<string, unknown>): void {
+    const f = this.config.trainer.metricsFile;
+    if (f) appendFileSync(f, `${JSON.stringify(line)}\n`);
+  }
+
+  /** `dir/step_N/{trainer.json, policy/}` and `dir/latest` (the step number). */
+  async saveCheckpoint(dir: string): Promise<string> {
+    const stepDir = join(dir, `step_${this.state.step}`);
+    mkdirSync(stepDir, { recursive: true });
+    const state: TrainerState & { format: string } = { format: TRAINER_STATE_FORMAT, ...this.state, rng: this.rng.state() };
+    writeFileSync(join(stepDir, 'trainer.json'), JSON.stringify({ ...state, history: this.history, validations: this.validations }));
+    await this.deps.policy.saveCheckpoint(join(stepDir, 'policy'));
+    writeFileSync(join(dir, 'latest'), String(this.state.step));
+    return stepDir;
+  }
+
+  async loadCheckpoint(dir: string, step?: number): Promise<void> {
+    const s = step ?? Number(readFileSync(join(dir, 'latest'), 'utf8').trim());
+    const stepDir = join(dir, `step_${s}`);
+    const raw = JSON.parse(readFileSync(join(stepDir, 'trainer.json'), 'utf8')) as TrainerState & { format: string; history: Metrics[]; validations: Metrics[] };
+    if (raw.format !== TRAINER_STATE_FORMAT) throw new Error(`${stepDir}/trainer.json is not a ${TRAINER_STATE_FORMAT} checkpoint`);
+    this.state = { step: raw.step, order: raw.order, cursor: raw.cursor, epoch: raw.epoch };
+    this.rng.setState(raw.rng);
+    this.history.splice(0, this.history.length, ...raw.history);
+    this.validations.splice(0, this.validations.length, ...raw.validations);
+    await this.deps.policy.loadCheckpoint(join(stepDir, 'policy'));
+    await this.deps.policy.syncToInference();
+  }
+}
