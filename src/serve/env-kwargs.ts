@@ -54,7 +54,8 @@ export function defaultKwargsResolver(options: ServerEnvConfig = {}): KwargsReso
     if (!RETAIL_IDS.has(envId)) return { ...kwargs };
     const out: Record<string, unknown> = { ...kwargs };
     if (options.dataDir !== undefined) out.dataDir = options.dataDir;
-    if (options.judge) out.judge = options.judge();
+    // Without a server-side judge, NL-graded v1 tasks are refused rather than silently graded by the fallback.
+    out.judge = options.judge ? options.judge() : 'none';
     if (kwargs.user === 'scripted') {
       // One scripted user (and one parse of the task file) per server.
       let user = scripted.get(envId);
