@@ -17,7 +17,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { countAllowedPairs, createBlockMask } from '../src/attention/blockMask.ts';
@@ -59,6 +59,8 @@ interface ChildResult {
   threads?: number;
   relaxed?: boolean;
   plannedBytes?: number;
+  /** 1-minute load average when the child started (the machine is shared; timings scale with it). */
+  loadAvg1m?: number;
 }
 
 /** FLOP convention (same as the peer script): forward 4·d per allowed (q, k) pair, backward 2.5× forward. */
@@ -71,7 +73,7 @@ function usefulFlops(pairs: number): { fwd: number; fwdBwd: number } {
 
 function runChild(job: ChildJob): ChildResult {
   const rt = initRuntime({ relaxed: job.relaxed ? true : 'auto' });
-  const base = { impl: job.impl, t: job.t, window: job.window, block: job.block, threads: rt.threads, relaxed: rt.relaxed };
+  const base = { impl: job.impl, t: job.t, window: job.window, block: job.block, threads: rt.threads, relaxed: rt.relaxed, loadAvg1m: loadavg()[0] };
   const mask = job.window > 0 ? slidingWindowMask(job.window) : causalMask();
   const blockMask = createBlockMask(mask, job.t, job.t, job.block);
   const usefulPairs = countAllowedPairs(blockMask) * HQ;
@@ -221,6 +223,11 @@ function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gfl
     `(refused when inputs + 3 full fp32 [Hq, T, T] matrices exceed it).`);
   L.push(`Useful FLOPs: forward 4·d per allowed (q, k) pair, backward 2.5× forward (fwd+bwd = 14·d per pair; the peer script's convention).`);
   L.push(`Engine matmul (same session, ${matmul[0] ? `${matmul.length} shapes` : 'not measured'}): ${matmul.map((m) => `${m.shape} ${m.gflops.toFixed(1)} GFLOP/s`).join(', ')}.`, '');
+  const loads = results.map((r) => r.loadAvg1m).filter((x): x is number => x !== undefined);
+  if (loads.length) {
+    L.push(`Machine load (1-min load average on ${cpus().length} cores when each run started): ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}; ` +
+      'timings on a loaded machine are inflated, compare rows within one run.', '');
+  }
   L.push('## Memory (forward + backward)', '');
   L.push('Working set = peak engine bytes − inputs (q, k, v, dO). RSS = peak resident set of the child process.', '');
   L.push('| layer | T | flex peak engine GiB | flex working set GiB | flex RSS GiB | eager peak engine GiB | eager working set GiB | eager RSS GiB | flex / eager working set |');

@@ -2,8 +2,8 @@
  * The fast path: sink-aware blockwise attention on engine tensors, run by the Wasm SIMD kernels of
  * assembly/attention.ts on the engine's thread pool. Inputs must live in Wasm memory (Tensor storage 'wasm').
  * Every buffer is an engine allocation, so memory accounting sees all of it:
- *   attn.out / attn.lse (forward results), attn.grad (dQ, dK, dV), attn.stats (D), attn.blockmask, attn.scratch
- *   (per-thread tiles, and Kᵀ [Hkv, d, S] during the forward).
+ *   attn.out / attn.lse (forward results), attn.grad (dQ, dK, dV), attn.stats (sinks copy, D, dSinks),
+ *   attn.blockmask, attn.scratch (per-thread tiles, and Kᵀ tile by tile, ≈ the size of K, during the forward).
  * Forward keeps nothing beyond O and the LSE; the backward needs q, k, v, O, LSE and dO.
  */
 import { Tensor } from '../engine/tensor.ts';
@@ -70,7 +70,7 @@ export function flexAttention(q: Tensor, k: Tensor, v: Tensor, options: FlexWasm
   const o = Tensor.empty([sh.hq, sh.t, sh.d], { tag: 'attn.out' });
   const lse = Tensor.empty([sh.hq, sh.t], { tag: 'attn.lse' });
   const sinksIn = options.sinks ?? null;
-  const sinks = sinksIn ? Tensor.from(sinksIn, [sh.hq], { tag: 'attn.lse' }) : null;
+  const sinks = sinksIn ? Tensor.from(sinksIn, [sh.hq], { tag: 'attn.stats' }) : null;
   const sinksPtr = sinks ? sinks.ptr : 0;
   withDescriptor(rt, sh, options, sinksPtr, (desc, descPtr) => {
     desc[F.Q] = q.ptr; desc[F.K] = k.ptr; desc[F.V] = v.ptr; desc[F.O] = o.ptr; desc[F.LSE] = lse.ptr;
