@@ -32,16 +32,25 @@ function readRunFile(path: string): unknown {
 }
 
 /** The SFT stage: warm-starts the gpt-oss policy from expert trajectories before GRPO. */
-async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void): Promise<void> {
+async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   if (!run.sft) return;
   if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
   const { runSft } = await import('../rl/sft.ts');
   const { readTrajectoriesJsonl, buildSftDocuments } = await import('../rl/sftData.ts');
   const records = readTrajectoriesJsonl(run.sft.data);
   const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
-  const { docs, stats } = buildSftDocuments(records, built.deps.format, { maxSeqLen: seqLen });
-  print(`sft: ${stats.documents} documents from ${stats.records} trajectories`);
-  const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, { model: built.model, data: docs, outDir: run.sft.outDir, resume: true });
+  // Rendered with the system prompt and tools the rollouts see (when the task provides them).
+  const { docs, stats } = buildSftDocuments(records, built.deps.format, { maxSeqLen: seqLen, ...built.conversation });
+  print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}`);
+  if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
+  let every = 0;
+  const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, {
+    model: built.model, data: docs, outDir: run.sft.outDir, resume: true, quiet,
+    onStep: (m) => {
+      every ||= Math.max(1, Math.round((run.sft!.config.steps as number | undefined ?? 100) / 10));
+      if (m.step % every === 0 || m.step === 1) print(`sft step ${m.step}: loss ${m.loss.toFixed(4)}, lr ${m.lr.toExponential(2)}, ${Math.round(m.tokensPerSec)} tok/s`);
+    },
+  });
   print(`sft: ${result.steps} steps, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}`);
   // GRPO's KL reference is the SFT model.
   if (built.deps.policy instanceof GptOssPolicy) built.deps.policy.resetReferenceToCurrent();
@@ -58,9 +67,14 @@ export async function trainCommand(opts: TrainCommandOptions, print: (line: stri
   const { run, trainer: config } = parseRunFile(raw);
   if (opts.resume === false) config.trainer.resume = false;
   if (opts.progress) config.trainer.progress = true;
+  if (run.prepare !== undefined) {
+    if (run.task !== 'retail-synth') throw new Error('the prepare section needs task: retail-synth');
+    const { prepareRetailData } = await import('../rl/prepare.ts');
+    for (const line of (await prepareRetailData(run.prepare)).log) print(line);
+  }
   for (const f of [config.trainer.metricsFile, config.trainer.checkpointDir && join(config.trainer.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
   const built = await buildRun(run);
-  await runSftStage(run, built, print);
+  await runSftStage(run, built, print, !config.trainer.progress);
   const trainer = new GrpoTrainer({ ...built.deps, config, log: print });
   const { history, validations } = await trainer.fit();
   const last = history.at(-1);

@@ -2,11 +2,14 @@
  * Builds a GRPO run from a YAML/JSON file (`longrun train --config FILE`). The file's sections:
  *
  * ```yaml
- * task: toy                      # toy | retail-v0 | retail-v1 (τ² retail, TicketUser)
+ * task: toy                      # toy | retail-v0 | retail-v1 (τ² retail, TicketUser) | retail-synth (scripted user)
  * taskOptions: { dataDir: ../shared/tau2/retail, split: base, valSplit: test, maxTasks: 32 }
+ *   # retail-synth: dataDir = a task-set folder from `longrun gen tasks` (training), valDir = another (validation)
+ * prepare: { dir, seed, tasks: {...}, expert: {...}, tokenizer: {...} }   # optional data stage, see prepare.ts
  * policy:                        # tabular (toy only) | gpt-oss
  *   type: gpt-oss
  *   checkpoint: out/sft/model    # or `preset: tiny-1m` for a fresh model (vocabSize from the tokenizer)
+ *   modelConfig: { max_position_embeddings: 8192 }   # preset overrides (fresh models only)
  *   tokenizer: out/sft/tokenizer.json   # a BPE file or o200k_harmony (not needed for the toy task)
  *   format: harmony              # chat format (toy task: its own word format)
  *   lr: 1e-5
@@ -17,9 +20,9 @@
  * ```
  */
 import { z } from 'zod';
-import type { ChatFormat, Tokenizer } from '../llm/index.ts';
+import type { ChatFormat, Tokenizer, ToolSpec } from '../llm/index.ts';
 import { createChatFormat, loadTokenizer } from '../llm/index.ts';
-import { presetConfig } from '../model/config.ts';
+import { presetConfig, type GptOssConfigInput } from '../model/config.ts';
 import { GptOssModel } from '../model/model.ts';
 import { loadModel } from '../model/checkpoint/index.ts';
 import type { AgentEnv } from '../rollout/agentLoop.ts';
@@ -34,18 +37,24 @@ import type { TrainerDeps } from './trainer.ts';
 import { createToySetup } from './toy/toyTask.ts';
 
 export const RunFileSchema = z.object({
-  task: z.enum(['toy', 'retail-v0', 'retail-v1']),
+  task: z.enum(['toy', 'retail-v0', 'retail-v1', 'retail-synth']),
   taskOptions: z.object({
     dataDir: z.string().optional(),
     split: z.string().default('base'),
     valSplit: z.string().optional(),
     /** Use only the first N training tasks (small runs). */
     maxTasks: z.number().int().positive().optional(),
+    /** retail-synth: the validation task-set folder. */
+    valDir: z.string().optional(),
+    /** Env step limit per episode (retail-synth; default 200). */
+    maxSteps: z.number().int().positive().optional(),
   }).strict().default({ split: 'base' }),
   policy: z.object({
     type: z.enum(['tabular', 'gpt-oss']),
     checkpoint: z.string().optional(),
     preset: z.string().optional(),
+    /** Overrides of the preset's config (e.g. max_position_embeddings for the long retail prompts). */
+    modelConfig: z.record(z.string(), z.unknown()).optional(),
     tokenizer: z.string().optional(),
     format: z.enum(['harmony', 'hermes']).default('harmony'),
     lr: z.number().positive().optional(),
@@ -71,6 +80,8 @@ export const RunFileSchema = z.object({
     outDir: z.string(),
     config: z.record(z.string(), z.unknown()).default({}),
   }).strict().optional(),
+  /** The data stage (src/rl/prepare.ts), run by `longrun train` before everything else. */
+  prepare: z.unknown().optional(),
   grpo: z.unknown().optional(),
 }).strict();
 
@@ -88,6 +99,8 @@ export interface BuiltRun {
   /** The gpt-oss model, when the policy is one (for the SFT stage). */
   model?: GptOssModel;
   tokenizer: Tokenizer;
+  /** System prompt and tools the rollouts see, for rendering the SFT data the same way (retail-synth). */
+  conversation?: { systemPrompt: string; tools: ToolSpec[] };
 }
 
 function engineFor(run: RunFile, model: GptOssModel | undefined, fallback: InferenceEngine | undefined): InferenceEngine {
@@ -108,7 +121,7 @@ function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: 
   const build = () => {
     if (p.checkpoint) return loadModel(p.checkpoint, { grads: true });
     if (!p.preset) throw new Error('policy.type gpt-oss needs policy.checkpoint or policy.preset');
-    return new GptOssModel(presetConfig(p.preset, { vocab_size: vocabSize }), { seed: p.seed });
+    return new GptOssModel(presetConfig(p.preset, { ...(p.modelConfig as Partial<GptOssConfigInput> | undefined), vocab_size: vocabSize }), { seed: p.seed });
   };
   const model = build();
   if (model.config.vocab_size < vocabSize) throw new Error(`the model's vocabulary (${model.config.vocab_size}) is smaller than the tokenizer's (${vocabSize})`);
@@ -129,6 +142,7 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
   }
   if (run.policy.type !== 'gpt-oss') throw new Error(`policy.type ${run.policy.type} only works with task: toy`);
   if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file or o200k_harmony)');
+  if (run.task === 'retail-synth') return buildSynthRun(run);
   const { makeRetailEnv, loadRetailTaskSet } = await import('../domains/retail/register.ts');
   const version = run.task === 'retail-v0' ? 'v0' : 'v1';
   const tokenizer = loadTokenizer(run.policy.tokenizer);
@@ -152,5 +166,38 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
     },
     model,
     tokenizer,
+  };
+}
+
+/** Synthetic retail task sets (`longrun gen tasks`) played against the scripted user. */
+async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
+  const { readTaskSet } = await import('../domains/retail/synth/taskset.ts');
+  const { makeSynthRetailEnv } = await import('../domains/retail/synth/env.ts');
+  const { conversationDefaults } = await import('./prepare.ts');
+  const o = run.taskOptions;
+  if (!o.dataDir) throw new Error('task retail-synth needs taskOptions.dataDir (a task-set folder from `longrun gen tasks`)');
+  if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file or o200k_harmony)');
+  const trainSet = readTaskSet(o.dataDir);
+  const valSet = o.valDir ? readTaskSet(o.valDir) : undefined;
+  const tokenizer = loadTokenizer(run.policy.tokenizer);
+  const format = createChatFormat(run.policy.format, tokenizer);
+  const { model, policy } = gptOss(run, tokenizer.vocabSize);
+  const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
+  const envOptions = { maxSteps: o.maxSteps };
+  return {
+    deps: {
+      policy,
+      engine: engineFor(run, model, undefined),
+      format,
+      makeEnv: () => makeSynthRetailEnv(trainSet, envOptions),
+      trainTasks: trainSet.tasks.slice(0, o.maxTasks).map((t) => t.id),
+      valTasks: valSet?.tasks.map((t) => t.id),
+      makeValEnv: valSet ? () => makeSynthRetailEnv(valSet, envOptions) : undefined,
+      padId: pad,
+      loop: { greeting: GREETING },
+    },
+    model,
+    tokenizer,
+    conversation: conversationDefaults(trainSet),
   };
 }

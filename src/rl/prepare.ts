@@ -1,0 +1,140 @@
+/**
+ * The data stage of a retail run (`prepare:` in a `longrun train --config` file), so one file runs the whole
+ * pipeline: synthetic train/validation task sets over distinct world seeds (as `longrun gen tasks`) → expert
+ * trajectories on the train split with the scripted user (as `longrun rollout --agent expert`, the SFT corpus) → a
+ * byte-level BPE tokenizer trained on those trajectories rendered with the agent system prompt and tool schemas the
+ * rollouts will see (as `longrun sft` does).
+ *
+ * ```yaml
+ * prepare:
+ *   dir: runs/retail-tiny/data     # writes DIR/train/, DIR/validation/, DIR/expert.jsonl, DIR/tokenizer.json, DIR/prepare.json
+ *   seed: 7                        # task and world seeds derive from it
+ *   tasks: { train: 200, validation: 50, difficulty: 1, families: [cancel, info], policy: tau2, users: 100, orders: 200 }
+ *   expert: { trials: 1 }
+ *   tokenizer: { vocabSize: 2048 }
+ * ```
+ * `policy`: `tau2` (τ²'s retail policy.md, ~6.7k characters), `compact` (the short summary below, for the small-model
+ * runs: the prompt is then mostly the 16 tool schemas) or a file path. Idempotent: DIR/prepare.json records the
+ * section; a second run with the same section reuses the files, a different one is refused.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { resolveRetailDataDir } from '../domains/retail/register.ts';
+import { makeAgent, makeUser, runRollouts } from '../domains/retail/synth/rollouts.ts';
+import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
+import { assertDisjointWorlds, generateTaskSet, readTaskSet, writeTaskSet, type LoadedSynthTaskSet } from '../domains/retail/synth/taskset.ts';
+import { DEFAULT_WORLD_SIZES } from '../domains/retail/synth/world.ts';
+import type { ToolSpec } from '../llm/index.ts';
+import { DONE_TOOL_SCHEMA } from '../tooluse/env.ts';
+import { agentSystemPrompt } from '../tooluse/openai.ts';
+import { readTrajectoriesJsonl, trainSftTokenizer } from './sftData.ts';
+
+/** A short statement of τ²'s retail policy (same rules, a fraction of the tokens), for small-model runs. */
+export const COMPACT_RETAIL_POLICY = [
+  '# Retail agent policy',
+  '- First authenticate the user by email, or by first name, last name and zip code, even if they give a user id.',
+  '- Help one user only; never reveal another user\'s data. Refuse requests against the policy and say why.',
+  '- Before any write (cancel, modify, return, exchange, address or payment change) list the details and ask for an explicit yes; then make one call.',
+  '- Cancel or modify only pending orders; return or exchange only delivered ones. Cancellation reason: "no longer needed" or "ordered by mistake".',
+  '- Item changes keep the product and pick an available variant; collect every item to change before the single call.',
+  '- Refunds and price differences go to the original payment method or a gift card; a new payment method for a pending order must differ.',
+  '- Transfer to a human only if the request is outside these tools and rules.',
+].join('\n');
+
+const int = (min: number) => z.number().int().min(min);
+
+export const PrepareSchema = z.object({
+  dir: z.string().min(1),
+  seed: int(0).default(0),
+  tasks: z.object({
+    train: int(1),
+    validation: int(1),
+    /** A level 1–5 or a range [lo, hi]. */
+    difficulty: z.union([int(1).max(5), z.tuple([int(1).max(5), int(1).max(5)])]).default([1, 3]),
+    families: z.array(z.enum(TASK_FAMILIES)).min(1).optional(),
+    products: int(1).optional(),
+    users: int(1).optional(),
+    orders: int(0).optional(),
+    policy: z.string().default('tau2'),
+  }).strict(),
+  expert: z.object({ trials: int(1).default(1), seed: int(0).default(0) }).strict().default({ trials: 1, seed: 0 }),
+  tokenizer: z.object({ vocabSize: int(260), format: z.enum(['harmony', 'hermes']).default('harmony') }).strict(),
+}).strict();
+
+export type PrepareSpec = z.infer<typeof PrepareSchema>;
+
+export interface PreparedData {
+  trainDir: string;
+  validationDir: string;
+  trajectories: string;
+  tokenizer: string;
+  /** What happened, one line each. */
+  log: string[];
+  reused: boolean;
+}
+
+/** The agent's view at rollout time: τ²'s system prompt with the task set's policy, the env's tools (+ `done`). */
+export function conversationDefaults(set: LoadedSynthTaskSet): { systemPrompt: string; tools: ToolSpec[] } {
+  return { systemPrompt: agentSystemPrompt(set.domain.policy), tools: [...set.domain.tools.map((t) => t.schema as ToolSpec), DONE_TOOL_SCHEMA as ToolSpec] };
+}
+
+function policyText(policy: string): string {
+  if (policy === 'compact') return COMPACT_RETAIL_POLICY;
+  const file = policy === 'tau2' ? join(resolveRetailDataDir(), 'policy.md') : policy;
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`prepare: cannot read the policy ${file} (${(e as Error).message}); use policy: compact or a file path`, { cause: e });
+  }
+}
+
+export function preparePaths(dir: string): Omit<PreparedData, 'log' | 'reused'> {
+  return { trainDir: join(dir, 'train'), validationDir: join(dir, 'validation'), trajectories: join(dir, 'expert.jsonl'), tokenizer: join(dir, 'tokenizer.json') };
+}
+
+export async function prepareRetailData(raw: unknown): Promise<PreparedData> {
+  const r = PrepareSchema.safeParse(raw);
+  if (!r.success) throw new Error(`invalid prepare section:\n${r.error.issues.map((i) => `  prepare.${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  const spec = r.data;
+  const paths = preparePaths(spec.dir);
+  const marker = join(spec.dir, 'prepare.json');
+  const specJson = JSON.stringify(spec, null, 2);
+  if (existsSync(marker)) {
+    if (readFileSync(marker, 'utf8') !== specJson) throw new Error(`prepare: ${spec.dir} was prepared with a different prepare section (see ${marker}); delete the folder or use another dir`);
+    return { ...paths, log: [`prepare: reusing ${spec.dir}`], reused: true };
+  }
+  const log: string[] = [];
+  const t = spec.tasks;
+  const sizes = { products: t.products ?? DEFAULT_WORLD_SIZES.products, users: t.users ?? DEFAULT_WORLD_SIZES.users, orders: t.orders ?? DEFAULT_WORLD_SIZES.orders };
+  const difficulty: [number, number] = typeof t.difficulty === 'number' ? [t.difficulty, t.difficulty] : t.difficulty;
+  const policy = policyText(t.policy);
+  // Distinct world (and task) seeds per split, derived from the one seed.
+  const splits = [
+    { split: 'train', dir: paths.trainDir, seed: 2 * spec.seed + 1, count: t.train },
+    { split: 'validation', dir: paths.validationDir, seed: 2 * spec.seed + 2, count: t.validation },
+  ];
+  const sets = splits.map((s) => generateTaskSet({ worldSeed: s.seed, taskSeed: s.seed, count: s.count, sizes, families: t.families, difficulty, split: s.split }));
+  assertDisjointWorlds(sets.map((s) => s.meta));
+  sets.forEach((set, i) => {
+    writeTaskSet(splits[i].dir, set, policy);
+    log.push(`prepare: ${set.tasks.length} ${splits[i].split} tasks (world seed ${set.meta.worldSeed}, ${sizes.users} users, ${sizes.orders} orders, difficulty ${difficulty.join('-')}) → ${splits[i].dir}`);
+  });
+
+  const train = readTaskSet(paths.trainDir);
+  const lines: string[] = [];
+  const summary = await runRollouts({
+    domain: train.domain, tasks: train.tasks, agent: makeAgent('expert'), user: makeUser('scripted'), trials: spec.expert.trials, seed: spec.expert.seed,
+    onEpisode: (tr, task) => lines.push(JSON.stringify({ ...tr, family: task.longrun.family, difficulty: task.longrun.difficulty })),
+  });
+  mkdirSync(spec.dir, { recursive: true });
+  writeFileSync(paths.trajectories, lines.join('\n') + '\n');
+  log.push(`prepare: ${summary.episodes} expert trajectories (mean reward ${summary.metrics.avgReward.toFixed(3)}, success ${summary.metrics.successRate.toFixed(3)}) → ${paths.trajectories}`);
+
+  const records = readTrajectoriesJsonl(paths.trajectories);
+  const tokenizer = trainSftTokenizer(records, { vocabSize: spec.tokenizer.vocabSize, format: spec.tokenizer.format, ...conversationDefaults(train) });
+  tokenizer.save(paths.tokenizer);
+  log.push(`prepare: BPE tokenizer with ${tokenizer.vocabSize} tokens → ${paths.tokenizer}`);
+  writeFileSync(marker, specJson);
+  return { ...paths, log, reused: false };
+}

@@ -1,0 +1,83 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+import { parseRunFile } from '../../src/rl/trainSetup.ts';
+
+const run = promisify(execFile);
+
+type Json = Record<string, unknown>;
+const jsonl = (path: string): Json[] => readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Json);
+
+describe('longrun demo --quick', () => {
+  it('runs the pipeline end to end, writes its files, and prints the numbers of its metrics files', { timeout: 180_000 }, async () => {
+    const out = mkdtempSync(join(tmpdir(), 'longrun-demo-'));
+    try {
+      const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'demo', '--quick', '--seed', '3', '--out', out], { maxBuffer: 16 << 20 });
+      const lines = stdout.split('\n');
+
+      // The run file is a valid `longrun train` config over the files the data stage wrote.
+      const runFile = parseYaml(readFileSync(join(out, 'run.yaml'), 'utf8')) as Json;
+      const { run: parsed, trainer } = parseRunFile(runFile);
+      assert.equal(parsed.task, 'retail-synth');
+      assert.equal(trainer.trainer.seed, 3);
+      for (const f of ['data/prepare.json', 'data/train/tasks.json', 'data/validation/tasks.json', 'data/expert.jsonl', 'data/tokenizer.json',
+        'sft/metrics.jsonl', 'sft/model/model.safetensors', 'grpo/metrics.jsonl', 'grpo/latest', 'summary.json']) {
+        assert.ok(existsSync(join(out, f)), `missing ${f}`);
+      }
+      const latest = readFileSync(join(out, 'grpo', 'latest'), 'utf8').trim();
+      assert.ok(existsSync(join(out, 'grpo', `step_${latest}`, 'policy', 'model')), 'GRPO checkpoint of the last step');
+
+      // Train and validation splits live on different worlds; expert trajectories cover the train split.
+      const train = JSON.parse(readFileSync(join(out, 'data/train/synth.json'), 'utf8')) as { worldSeed: number };
+      const val = JSON.parse(readFileSync(join(out, 'data/validation/synth.json'), 'utf8')) as { worldSeed: number };
+      assert.notEqual(train.worldSeed, val.worldSeed);
+      const expert = jsonl(join(out, 'data/expert.jsonl'));
+      const trainTasks = JSON.parse(readFileSync(join(out, 'data/train/tasks.json'), 'utf8')) as unknown[];
+      assert.equal(expert.length, trainTasks.length);
+      assert.ok(expert.every((t) => t.reward === 1), 'the expert solves every training task');
+
+      // Metrics: validation before and after GRPO, one train line per step.
+      const metrics = jsonl(join(out, 'grpo/metrics.jsonl'));
+      const vals = metrics.filter((m) => m.kind === 'val');
+      const steps = metrics.filter((m) => m.kind === 'train');
+      assert.equal(vals[0].step, 0);
+      assert.equal(vals.at(-1)!.step, steps.length);
+      assert.ok(steps.length >= 1);
+      const sft = jsonl(join(out, 'sft/metrics.jsonl')).filter((m) => m.type === 'train');
+
+      // The summary file and the printed table agree with the metrics files.
+      const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
+        before: { step: number; reward: number; success: number }; after: { step: number; reward: number; success: number };
+        sft: { steps: number; finalLoss: number }; grpo: { step: number; reward: number }[];
+      };
+      assert.equal(summary.before.reward, vals[0]['val/reward_mean']);
+      assert.equal(summary.after.reward, vals.at(-1)!['val/reward_mean']);
+      assert.equal(summary.after.success, vals.at(-1)!['val/success']);
+      assert.equal(summary.sft.steps, sft.length);
+      assert.deepEqual(summary.grpo.map((g) => g.reward), steps.map((m) => m['reward/mean']));
+
+      const row = (label: string) => {
+        const l = lines.find((x) => x.startsWith(label));
+        assert.ok(l, `table row '${label}' printed`);
+        return l.slice(label.length).trim().split(/\s+/).map(Number);
+      };
+      const f3 = (x: unknown) => Number((x as number).toFixed(3));
+      const [bStep, bEpisodes, bReward, bSuccess] = row('after SFT (before GRPO)');
+      const [aStep, aEpisodes, aReward, aSuccess] = row('after GRPO');
+      assert.deepEqual([bStep, bReward, bSuccess], [0, f3(vals[0]['val/reward_mean']), f3(vals[0]['val/success'])]);
+      assert.deepEqual([aStep, aReward, aSuccess], [steps.length, f3(vals.at(-1)!['val/reward_mean']), f3(vals.at(-1)!['val/success'])]);
+      const valTasks = JSON.parse(readFileSync(join(out, 'data/validation/tasks.json'), 'utf8')) as unknown[];
+      assert.deepEqual([bEpisodes, aEpisodes], [valTasks.length, valTasks.length]);
+      const sftLine = lines.find((l) => l.startsWith('SFT: '));
+      assert.ok(sftLine?.includes(`${sft.length} steps`) && sftLine.includes((sft.at(-1)!.loss as number).toFixed(3)), sftLine);
+      assert.ok(lines.some((l) => /^demo done in \d+(\.\d)? s$/.test(l)));
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+});
