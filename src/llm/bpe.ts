@@ -5,12 +5,10 @@ import { loadBpeModel, saveBpeModel, validateBpeModel, type BpeModel } from './b
 import { compilePretokenizer, pretokenize } from './pretokenize.ts';
 import { splitOnSpecials } from './specialTokens.ts';
 import {
-  bytesToDisplayString,
   concatBytes,
-  requireSpecial,
   utf8,
   type EncodeOptions,
-  type Tokenizer,
+  ByteLevelTokenizer,
 } from './tokenizer.ts';
 
 export type { BpeTrainOptions } from './bpeTrain.ts';
@@ -19,7 +17,7 @@ export type { BpeModel } from './bpeModel.ts';
 const WORD_CACHE_LIMIT = 200_000;
 const CACHED_WORD_LENGTH = 128;
 
-export class BpeTokenizer implements Tokenizer {
+export class BpeTokenizer extends ByteLevelTokenizer {
   readonly name: string;
   readonly vocabSize: number;
   readonly specialTokens: ReadonlyMap<string, number>;
@@ -33,6 +31,7 @@ export class BpeTokenizer implements Tokenizer {
   private readonly wordCache = new Map<string, readonly number[]>();
 
   constructor(readonly model: BpeModel) {
+    super();
     validateBpeModel(model);
     this.regex = compilePretokenizer(model.pattern);
     for (let b = 0; b < 256; b++) this.bytesOf.push(Uint8Array.of(b));
@@ -92,22 +91,6 @@ export class BpeTokenizer implements Tokenizer {
     const bytes = this.bytesOf[id];
     if (!Number.isInteger(id) || bytes === undefined) throw new RangeError(`token id ${id} is outside ${this.name} (vocabulary ${this.vocabSize})`);
     return bytes;
-  }
-
-  decodeBytes(ids: readonly number[]): Uint8Array {
-    return concatBytes(ids.map((id) => this.tokenBytes(id)));
-  }
-
-  decode(ids: readonly number[]): string {
-    return new TextDecoder('utf-8', { fatal: false }).decode(this.decodeBytes(ids));
-  }
-
-  tokenToString(id: number): string {
-    return bytesToDisplayString(this.tokenBytes(id));
-  }
-
-  specialId(name: string): number {
-    return requireSpecial(this.name, this.specialTokens, name);
   }
 
   isSpecial(id: number): boolean {

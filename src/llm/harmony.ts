@@ -12,12 +12,12 @@
  *   with `<|end|>`), so a session's tokens equal `render()` of its messages except for that one token;
  * - tool results are written raw, not JSON-quoted as the template's `tojson` does (the harmony docs write them raw).
  */
-import { type ChatFormat, type ChatSession, type CompletionParse, type ConversationStart, type RenderOptions } from './chatFormat.ts';
+import { type ChatFormat, type CompletionParse, type ConversationStart } from './chatFormat.ts';
 import { HarmonyStreamParser } from './harmonyParser.ts';
 import { renderFunctionsNamespace } from './harmonyTools.ts';
 import { toolNameOf, type ChatMessage, type ToolSpec } from './messages.ts';
-import { encodeSegments, segmentsToText, special, text, type Segment } from './segments.ts';
-import { renderSegments, RenderedSession, type FormatRenderer } from './session.ts';
+import { encodeSegments, special, text, type Segment } from './segments.ts';
+import { RenderedFormat, type FormatRenderer } from './session.ts';
 import { HARMONY } from './specialTokens.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
@@ -122,28 +122,16 @@ export class HarmonyRenderer implements FormatRenderer<HarmonyState> {
   noteGenerated(): void {}
 }
 
-export class HarmonyFormat implements ChatFormat {
+export class HarmonyFormat extends RenderedFormat<HarmonyState> implements ChatFormat {
   readonly name = 'harmony';
   readonly stopTokenIds: readonly number[];
-  readonly renderer: HarmonyRenderer;
+  declare readonly renderer: HarmonyRenderer;
 
-  constructor(readonly tokenizer: Tokenizer, private readonly options: HarmonyOptions = {}) {
-    this.renderer = new HarmonyRenderer(options);
+  constructor(tokenizer: Tokenizer, private readonly options: HarmonyOptions = {}) {
+    const renderer = new HarmonyRenderer(options);
+    super(tokenizer, renderer);
     const stops = [HARMONY.return, HARMONY.call, ...(options.stopAtEnd ? [HARMONY.end] : [])];
     this.stopTokenIds = stops.map((name) => tokenizer.specialId(name));
-  }
-
-  render(conversation: ConversationStart, options?: RenderOptions): number[] {
-    return encodeSegments(this.tokenizer, renderSegments(this.renderer, conversation, options));
-  }
-
-  renderText(conversation: ConversationStart, options?: RenderOptions): string {
-    return segmentsToText(renderSegments(this.renderer, conversation, options));
-  }
-
-  startSession(start: ConversationStart): ChatSession {
-    const toolNames = (start.tools ?? []).map((t) => t.function.name);
-    return new RenderedSession(this.tokenizer, this.renderer, (ids) => this.parseCompletion(ids, toolNames), start);
   }
 
   /** The ids a model should sample after `<|start|>assistant` to produce `message` (for SFT targets and tests). */

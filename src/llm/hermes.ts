@@ -5,12 +5,12 @@
  * one turn, as Qwen renders them) or, with `toolResponseRole: 'tool'`, one `tool` turn each (Hermes 2 Pro style).
  * Reasoning renders as a leading `<think>\n…\n</think>\n\n` block.
  */
-import type { ChatFormat, ChatSession, CompletionParse, ConversationStart, RenderOptions } from './chatFormat.ts';
+import type { ChatFormat, CompletionParse, ConversationStart } from './chatFormat.ts';
 import { HermesStreamParser } from './hermesParser.ts';
 import type { ChatMessage, ToolSpec } from './messages.ts';
 import { pythonJson } from './pythonJson.ts';
-import { encodeSegments, segmentsToText, special, text, type Segment } from './segments.ts';
-import { renderSegments, RenderedSession, type FormatRenderer } from './session.ts';
+import { encodeSegments, special, text, type Segment } from './segments.ts';
+import { RenderedFormat, type FormatRenderer } from './session.ts';
 import { CHATML, HARMONY } from './specialTokens.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
@@ -102,29 +102,17 @@ export class HermesRenderer implements FormatRenderer<HermesState> {
   }
 }
 
-export class HermesFormat implements ChatFormat {
+export class HermesFormat extends RenderedFormat<HermesState> implements ChatFormat {
   readonly name = 'hermes';
   readonly stopTokenIds: readonly number[];
-  readonly renderer: HermesRenderer;
+  declare readonly renderer: HermesRenderer;
 
-  constructor(readonly tokenizer: Tokenizer, options: HermesOptions = {}) {
-    this.renderer = new HermesRenderer(options);
+  constructor(tokenizer: Tokenizer, options: HermesOptions = {}) {
+    const renderer = new HermesRenderer(options);
+    super(tokenizer, renderer);
     const endOfText = tokenizer.specialTokens.get(HARMONY.endOfText);
     this.stopTokenIds = [tokenizer.specialId(CHATML.imEnd), ...(endOfText !== undefined ? [endOfText] : [])];
     tokenizer.specialId(CHATML.imStart);
-  }
-
-  render(conversation: ConversationStart, options?: RenderOptions): number[] {
-    return encodeSegments(this.tokenizer, renderSegments(this.renderer, conversation, options));
-  }
-
-  renderText(conversation: ConversationStart, options?: RenderOptions): string {
-    return segmentsToText(renderSegments(this.renderer, conversation, options));
-  }
-
-  startSession(start: ConversationStart): ChatSession {
-    const toolNames = (start.tools ?? []).map((t) => t.function.name);
-    return new RenderedSession(this.tokenizer, this.renderer, (ids) => this.parseCompletion(ids, toolNames), start);
   }
 
   /** The ids a model should sample after `<|im_start|>assistant\n` to produce `message`, ending with `<|im_end|>`. */

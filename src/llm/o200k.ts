@@ -8,12 +8,9 @@ import rankTable from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { GPT_OSS_EOS, HARMONY } from './specialTokens.ts';
 import { splitOnSpecials } from './specialTokens.ts';
 import {
-  bytesToDisplayString,
-  concatBytes,
-  requireSpecial,
   utf8,
   type EncodeOptions,
-  type Tokenizer,
+  ByteLevelTokenizer,
 } from './tokenizer.ts';
 
 /** gpt-oss embedding rows (the last reserved special is 201087). */
@@ -42,7 +39,7 @@ function reservedName(id: number): string | undefined {
   return undefined;
 }
 
-export class O200kHarmonyTokenizer implements Tokenizer {
+export class O200kHarmonyTokenizer extends ByteLevelTokenizer {
   readonly name = 'o200k_harmony';
   readonly vocabSize = O200K_HARMONY_VOCAB_SIZE;
   readonly specialTokens = O200K_HARMONY_SPECIALS;
@@ -72,22 +69,6 @@ export class O200kHarmonyTokenizer implements Tokenizer {
     }
     this.byteCache.set(id, bytes);
     return bytes;
-  }
-
-  decodeBytes(ids: readonly number[]): Uint8Array {
-    return concatBytes(ids.map((id) => this.tokenBytes(id)));
-  }
-
-  decode(ids: readonly number[]): string {
-    return new TextDecoder('utf-8', { fatal: false }).decode(this.decodeBytes(ids));
-  }
-
-  tokenToString(id: number): string {
-    return bytesToDisplayString(this.tokenBytes(id));
-  }
-
-  specialId(name: string): number {
-    return requireSpecial(this.name, this.specialTokens, name);
   }
 
   isSpecial(id: number): boolean {

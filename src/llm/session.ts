@@ -4,7 +4,7 @@
  */
 import { parsedToMessage, type ChatSession, type CompletionParse, type ConversationStart, type RenderOptions } from './chatFormat.ts';
 import type { ChatMessage } from './messages.ts';
-import { encodeSegments, type Segment } from './segments.ts';
+import { encodeSegments, segmentsToText, type Segment } from './segments.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
 export interface FormatRenderer<S> {
@@ -17,6 +17,29 @@ export interface FormatRenderer<S> {
   generationPrompt(state: S): Segment[];
   /** Records a turn the model generated (already appended verbatim). */
   noteGenerated(state: S, message: ChatMessage): void;
+}
+
+/** What both chat formats share: whole-conversation rendering and incremental sessions over their renderer. */
+export abstract class RenderedFormat<S> {
+  constructor(
+    readonly tokenizer: Tokenizer,
+    readonly renderer: FormatRenderer<S>,
+  ) {}
+
+  abstract parseCompletion(ids: readonly number[], toolNames?: readonly string[]): CompletionParse;
+
+  render(conversation: ConversationStart, options?: RenderOptions): number[] {
+    return encodeSegments(this.tokenizer, renderSegments(this.renderer, conversation, options));
+  }
+
+  renderText(conversation: ConversationStart, options?: RenderOptions): string {
+    return segmentsToText(renderSegments(this.renderer, conversation, options));
+  }
+
+  startSession(start: ConversationStart): ChatSession {
+    const toolNames = (start.tools ?? []).map((t) => t.function.name);
+    return new RenderedSession(this.tokenizer, this.renderer, (ids) => this.parseCompletion(ids, toolNames), start);
+  }
 }
 
 export function renderSegments<S>(renderer: FormatRenderer<S>, conversation: ConversationStart, options: RenderOptions = {}): Segment[] {

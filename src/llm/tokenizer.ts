@@ -84,6 +84,33 @@ export class StreamingDecoder {
   }
 }
 
+/** The byte-level decoding every tokenizer here shares; a subclass supplies the vocabulary and `encode`. */
+export abstract class ByteLevelTokenizer implements Tokenizer {
+  abstract readonly name: string;
+  abstract readonly vocabSize: number;
+  abstract readonly specialTokens: ReadonlyMap<string, number>;
+  abstract readonly eosIds: readonly number[];
+  abstract encode(text: string, options?: EncodeOptions): number[];
+  abstract tokenBytes(id: number): Uint8Array;
+  abstract isSpecial(id: number): boolean;
+
+  decodeBytes(ids: readonly number[]): Uint8Array {
+    return concatBytes(ids.map((id) => this.tokenBytes(id)));
+  }
+
+  decode(ids: readonly number[]): string {
+    return new TextDecoder('utf-8', { fatal: false }).decode(this.decodeBytes(ids));
+  }
+
+  tokenToString(id: number): string {
+    return bytesToDisplayString(this.tokenBytes(id));
+  }
+
+  specialId(name: string): number {
+    return requireSpecial(this.name, this.specialTokens, name);
+  }
+}
+
 /** Looks up a special id by name, with an error message that says which tokenizer lacks it. */
 export function requireSpecial(tokenizerName: string, specials: ReadonlyMap<string, number>, name: string): number {
   const id = specials.get(name);
