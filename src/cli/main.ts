@@ -5,6 +5,7 @@ import { register as env } from './env.ts';
 import { register as evalCmd } from './eval.ts';
 import { register as gen } from './gen.ts';
 import { register as model } from './model.ts';
+import { register as plot } from './plot.ts';
 import { register as rollout } from './rollout.ts';
 import { register as serve } from './serve.ts';
 import { register as sft } from './sft.ts';
@@ -18,7 +19,7 @@ program
   .version('0.1.0')
   .showHelpAfterError();
 
-for (const reg of [tau2, env, gen, rollout, model, sft, train, evalCmd, serve, dashboard, demo]) reg(program);
+for (const reg of [tau2, env, gen, rollout, model, sft, train, plot, evalCmd, serve, dashboard, demo]) reg(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -70,9 +70,9 @@ export async function trainCommand(opts: TrainCommandOptions, print: (line: stri
   if (run.prepare !== undefined) {
     if (run.task !== 'retail-synth') throw new Error('the prepare section needs task: retail-synth');
     const { prepareRetailData } = await import('../rl/prepare.ts');
-    for (const line of (await prepareRetailData(run.prepare)).log) print(line);
+    for (const line of (await prepareRetailData(run.prepare, { tools: run.taskOptions.tools })).log) print(line);
   }
-  for (const f of [config.trainer.metricsFile, config.trainer.checkpointDir && join(config.trainer.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
+  for (const f of [config.trainer.metricsFile, config.trainer.episodesFile, config.trainer.checkpointDir && join(config.trainer.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
   const built = await buildRun(run);
   await runSftStage(run, built, print, !config.trainer.progress);
   const trainer = new GrpoTrainer({ ...built.deps, config, log: print });

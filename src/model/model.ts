@@ -16,7 +16,7 @@ import { createBlockMask, type BlockMask } from '../attention/blockMask.ts';
 import { layerMask, packBatch, type ModelInput, type PackedBatch } from './batch.ts';
 import type { GptOssConfig } from './config.ts';
 import { attentionBackward, attentionForward, disposeAttentionSaved, type AttentionDims, type AttentionParams, type AttentionSaved } from './layers/attention.ts';
-import { TAG, type Impl, type LayerContext } from './layers/context.ts';
+import { TAG, type AttentionKind, type Impl, type LayerContext } from './layers/context.ts';
 import { embeddingBackward, embeddingForward } from './layers/embedding.ts';
 import { disposeHeadSaved, headBackward, headForward, headLogSoftmax, type HeadSaved } from './layers/head.ts';
 import type { LinearParams } from './layers/linear.ts';
@@ -33,6 +33,8 @@ export interface ModelOptions {
   seed?: number;
   /** Recompute each layer's forward during the backward instead of keeping its activations. */
   checkpointing?: boolean;
+  /** 'flex' (default) or 'eager' (materialised scores; ablations only, no packed documents). */
+  attention?: AttentionKind;
   /** Attention tile size. Default 64. */
   attnBlock?: number;
   /** Allocate gradient buffers (default true; false for inference-only models). */
@@ -122,7 +124,7 @@ export class GptOssModel {
   constructor(config: GptOssConfig, options: ModelOptions = {}) {
     this.config = config;
     const impl = options.impl ?? 'wasm';
-    this.ctx = { backend: getBackend(impl), impl, attnBlock: options.attnBlock ?? 64 };
+    this.ctx = { backend: getBackend(impl), impl, attention: options.attention ?? 'flex', attnBlock: options.attnBlock ?? 64 };
     this.checkpointing = options.checkpointing ?? false;
     this.rope = new RopeTable(yarnParams(config));
     this.specs = paramSpecs(config);
@@ -365,7 +367,7 @@ export class GptOssModel {
    * Backpropagates from d(objective)/d(logprob_n) per token (default: the gradient of `loss`, i.e.
    * −m_n / Σ m) and accumulates into the parameter gradients.
    */
-  backward(dlogprobs?: Float32Array): void {
+  backward(dlogprobs?: Float32Array, options: { dEntropy?: Float32Array } = {}): void {
     const st = this.state;
     if (!st) throw new Error('backward: call forward() with grad enabled first (each forward allows one backward)');
     this.state = null;
@@ -378,7 +380,7 @@ export class GptOssModel {
       if (w > 0) for (let i = 0; i < b.n; i++) dl[i] = -b.weights[i] / w;
     } else if (dl.length !== b.n) throw new RangeError(`backward: dlogprobs has ${dl.length} entries, the forward had ${b.n} tokens`);
     const G = (n: string) => (this.baseTrainable ? this.grads.get(n) : undefined);
-    const dh = headBackward(this.ctx, this.params.get('lm_head.weight')!, G('lm_head.weight'), st.head, dl);
+    const dh = headBackward(this.ctx, this.params.get('lm_head.weight')!, G('lm_head.weight'), st.head, dl, options.dEntropy);
     disposeHeadSaved(st.head);
     let dx = rmsnormBackward(this.ctx, { weight: this.params.get('model.norm.weight')!, gradWeight: G('model.norm.weight') }, st.xFinal, st.rstdFinal, dh);
     dh.dispose(); st.head.h.dispose(); st.rstdFinal.dispose(); st.xFinal.dispose();

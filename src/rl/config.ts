@@ -102,6 +102,8 @@ export const TrainerConfigSchema = z.object({
     resume: z.boolean().default(true),
     /** JSONL metrics file (one line per step and per validation). */
     metricsFile: z.string().optional(),
+    /** JSONL with one line per episode (training and validation): task, family, reward, token counts, turns, errors. */
+    episodesFile: z.string().optional(),
     progress: z.boolean().default(false),
   }).strict(),
 }).strict();

@@ -8,8 +8,8 @@
  *
  * Limits of the current model API (documented, checked): training forwards need temperature 1 (the model's backward
  * starts from target log-probs at temperature 1); scoring-only forwards accept any temperature (through the full
- * log-softmax). Entropy is returned as a metric; an entropy-bonus gradient (`dEntropy`) would need d/d logits and is
- * rejected. The reference policy is a separate frozen model, or the same model with its LoRA adapters off.
+ * log-softmax). Entropy (at temperature 1 for training forwards) is returned per token, and `backward` takes its
+ * gradient (`dEntropy`, the entropy bonus) through the model's head: dH/dz_j = −p_j (log p_j + H). The reference policy is a separate frozen model, or the same model with its LoRA adapters off.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -124,11 +124,16 @@ export class GptOssPolicy implements Policy {
     const p = this.pending;
     if (!p) throw new Error('GptOssPolicy: backward() needs a preceding logprobs(..., { grad: true })');
     this.pending = null;
-    if (dEntropy && dEntropy.some((x) => x !== 0)) throw new Error('GptOssPolicy: an entropy bonus needs d/d logits, which the model backward does not take yet; set actor.entropyCoeff to 0');
     if (dLogprobs.length !== p.B * p.R) throw new Error(`GptOssPolicy: dLogprobs has ${dLogprobs.length} values, expected ${p.B * p.R}`);
+    if (dEntropy && dEntropy.length !== p.B * p.R) throw new Error(`GptOssPolicy: dEntropy has ${dEntropy.length} values, expected ${p.B * p.R}`);
     const dl = new Float32Array(p.tokens.length);
     for (let n = 0; n < dl.length; n++) if (p.slotOf[n] >= 0) dl[n] = dLogprobs[p.slotOf[n]];
-    this.model.backward(dl);
+    let de: Float32Array | undefined;
+    if (dEntropy && dEntropy.some((x) => x !== 0)) {
+      de = new Float32Array(p.tokens.length);
+      for (let n = 0; n < de.length; n++) if (p.slotOf[n] >= 0) de[n] = dEntropy[p.slotOf[n]];
+    }
+    this.model.backward(dl, { dEntropy: de });
   }
 
   zeroGrad(): void {

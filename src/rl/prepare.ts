@@ -60,6 +60,8 @@ export const PrepareSchema = z.object({
   }).strict(),
   expert: z.object({ trials: int(1).default(1), seed: int(0).default(0) }).strict().default({ trials: 1, seed: 0 }),
   tokenizer: z.object({ vocabSize: int(260), format: z.enum(['harmony', 'hermes']).default('harmony') }).strict(),
+  /** Tool schemas in the prompts the tokenizer is trained on (the run's `taskOptions.tools`; set by `longrun train`). */
+  tools: z.enum(['full', 'compact']).default('full'),
 }).strict();
 
 export type PrepareSpec = z.infer<typeof PrepareSchema>;
@@ -74,9 +76,36 @@ export interface PreparedData {
   reused: boolean;
 }
 
+/** How tool schemas appear in the prompt: τ²'s full schemas, or `compact` (names, parameters and types only). */
+export type ToolSchemaStyle = 'full' | 'compact';
+
+function stripDescriptions(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(stripDescriptions);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === 'description' || k === 'title') continue;
+    // `properties` maps parameter names (which may be called "description") to schemas.
+    out[k] = k === 'properties' && v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).map(([name, p]) => [name, stripDescriptions(p)]))
+      : stripDescriptions(v);
+  }
+  return out;
+}
+
+/**
+ * Tool schemas without descriptions: names, parameter names, types, enums and required flags stay. For models
+ * trained from scratch the descriptions are constant text they learn nothing from; dropping them cuts the retail
+ * prompt from ~2.6k to well under 1k tokens, which is most of an episode.
+ */
+export function compactToolSpecs(tools: readonly ToolSpec[]): ToolSpec[] {
+  return tools.map((t) => ({ type: 'function', function: { name: t.function.name, ...(t.function.parameters ? { parameters: stripDescriptions(t.function.parameters) as Record<string, unknown> } : {}) } }));
+}
+
 /** The agent's view at rollout time: τ²'s system prompt with the task set's policy, the env's tools (+ `done`). */
-export function conversationDefaults(set: LoadedSynthTaskSet): { systemPrompt: string; tools: ToolSpec[] } {
-  return { systemPrompt: agentSystemPrompt(set.domain.policy), tools: [...set.domain.tools.map((t) => t.schema as ToolSpec), DONE_TOOL_SCHEMA as ToolSpec] };
+export function conversationDefaults(set: LoadedSynthTaskSet, tools: ToolSchemaStyle = 'full'): { systemPrompt: string; tools: ToolSpec[] } {
+  const specs = [...set.domain.tools.map((t) => t.schema as ToolSpec), DONE_TOOL_SCHEMA as ToolSpec];
+  return { systemPrompt: agentSystemPrompt(set.domain.policy), tools: tools === 'compact' ? compactToolSpecs(specs) : specs };
 }
 
 function policyText(policy: string): string {
@@ -93,8 +122,8 @@ export function preparePaths(dir: string): Omit<PreparedData, 'log' | 'reused'> 
   return { trainDir: join(dir, 'train'), validationDir: join(dir, 'validation'), trajectories: join(dir, 'expert.jsonl'), tokenizer: join(dir, 'tokenizer.json') };
 }
 
-export async function prepareRetailData(raw: unknown): Promise<PreparedData> {
-  const r = PrepareSchema.safeParse(raw);
+export async function prepareRetailData(raw: unknown, options: { tools?: ToolSchemaStyle } = {}): Promise<PreparedData> {
+  const r = PrepareSchema.safeParse(options.tools !== undefined && raw !== null && typeof raw === 'object' ? { ...raw, tools: options.tools } : raw);
   if (!r.success) throw new Error(`invalid prepare section:\n${r.error.issues.map((i) => `  prepare.${i.path.join('.')}: ${i.message}`).join('\n')}`);
   const spec = r.data;
   const paths = preparePaths(spec.dir);
@@ -132,7 +161,7 @@ export async function prepareRetailData(raw: unknown): Promise<PreparedData> {
   log.push(`prepare: ${summary.episodes} expert trajectories (mean reward ${summary.metrics.avgReward.toFixed(3)}, success ${summary.metrics.successRate.toFixed(3)}) → ${paths.trajectories}`);
 
   const records = readTrajectoriesJsonl(paths.trajectories);
-  const tokenizer = trainSftTokenizer(records, { vocabSize: spec.tokenizer.vocabSize, format: spec.tokenizer.format, ...conversationDefaults(train) });
+  const tokenizer = trainSftTokenizer(records, { vocabSize: spec.tokenizer.vocabSize, format: spec.tokenizer.format, ...conversationDefaults(train, spec.tools) });
   tokenizer.save(paths.tokenizer);
   log.push(`prepare: BPE tokenizer with ${tokenizer.vocabSize} tokens → ${paths.tokenizer}`);
   writeFileSync(marker, specJson);

@@ -48,7 +48,9 @@ export const RunFileSchema = z.object({
     valDir: z.string().optional(),
     /** Env step limit per episode (retail-synth; default 200). */
     maxSteps: z.number().int().positive().optional(),
-  }).strict().default({ split: 'base' }),
+    /** retail-synth: tool schemas in the agent's prompt, τ²'s (`full`) or names and parameters only (`compact`). */
+    tools: z.enum(['full', 'compact']).default('full'),
+  }).strict().default({ split: 'base', tools: 'full' }),
   policy: z.object({
     type: z.enum(['tabular', 'gpt-oss']),
     checkpoint: z.string().optional(),
@@ -184,6 +186,9 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const { model, policy } = gptOss(run, tokenizer.vocabSize);
   const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
   const envOptions = { maxSteps: o.maxSteps };
+  // The same system prompt and tool schemas for the SFT data and the rollouts (train and validation).
+  const conversation = conversationDefaults(trainSet, o.tools);
+  const families = new Map([...trainSet.tasks, ...(valSet?.tasks ?? [])].map((t) => [t.id, t.longrun.family]));
   return {
     deps: {
       policy,
@@ -193,11 +198,12 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
       trainTasks: trainSet.tasks.slice(0, o.maxTasks).map((t) => t.id),
       valTasks: valSet?.tasks.map((t) => t.id),
       makeValEnv: valSet ? () => makeSynthRetailEnv(valSet, envOptions) : undefined,
+      taskFamily: (id) => families.get(id),
       padId: pad,
-      loop: { greeting: GREETING },
+      loop: { greeting: GREETING, ...conversation },
     },
     model,
     tokenizer,
-    conversation: conversationDefaults(trainSet),
+    conversation,
   };
 }

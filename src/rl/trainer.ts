@@ -12,7 +12,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
-import type { ChatFormat } from '../llm/index.ts';
+import type { ChatFormat, ToolSpec } from '../llm/index.ts';
 import { Rng, type RngState } from '../gym/rng.ts';
 import { computeMetrics } from '../tooluse/metrics.ts';
 import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agentLoop.ts';
@@ -39,8 +39,10 @@ export interface TrainerDeps {
   /** Env factory for validation when the validation tasks live elsewhere (another split); default `makeEnv`. */
   makeValEnv?: () => AgentEnv;
   padId: number;
+  /** A task's family or category, for per-family validation metrics (`val/family/<name>/reward`). */
+  taskFamily?: (taskId: string) => string | undefined;
   /** Extra agent-loop options (system prompt, greeting). */
-  loop?: { systemPrompt?: string; greeting?: string };
+  loop?: { systemPrompt?: string; tools?: readonly ToolSpec[]; greeting?: string };
   log?: (line: string) => void;
 }
 
@@ -109,6 +111,7 @@ export class GrpoTrainer {
       maxTokensPerTurn: r.maxTokensPerTurn,
       onParseError: r.onParseError,
       systemPrompt: this.deps.loop?.systemPrompt,
+      tools: this.deps.loop?.tools,
       greeting: this.deps.loop?.greeting,
     });
   }
@@ -182,6 +185,7 @@ export class GrpoTrainer {
 
     // 1–4. Generate n trajectories per prompt (reward computed at episode end by the env).
     const { groups, genMetrics } = await time('gen', () => this.generate(bar));
+    this.recordEpisodes('train', this.state.step + 1, flattenGroups(groups).trajectories);
     const { trajectories, uids } = flattenGroups(groups);
     const batch = collate(trajectories, { padId: this.deps.padId, uids, temperature: c.rollout.temperature });
     const B = batch.size;
@@ -386,9 +390,25 @@ export class GrpoTrainer {
       seed: 1_500_000_000 + c.trainer.seed,
     });
     const { trajectories } = flattenGroups(sampled);
+    this.recordEpisodes('val', this.state.step, trajectories);
     const m = computeMetrics(trajectories.map((t) => ({ taskId: t.taskId ?? '?', reward: t.reward })));
-    const out: Metrics = { step: this.state.step, 'val/reward_mean': m.avgReward, 'val/success': m.successRate, 'val/turns_mean': mean(trajectories.map((t) => t.numTurns)) };
+    const sum = (f: (t: Trajectory) => number) => trajectories.reduce((a, t) => a + f(t), 0);
+    const out: Metrics = {
+      step: this.state.step, 'val/reward_mean': m.avgReward, 'val/success': m.successRate, 'val/turns_mean': mean(trajectories.map((t) => t.numTurns)),
+      'val/response_length/mean': mean(trajectories.map((t) => t.responseIds.length)),
+      'val/total_length/max': Math.max(...trajectories.map((t) => t.promptIds.length + t.responseIds.length)),
+      'val/tool_error_rate': sum((t) => t.toolErrors) / Math.max(1, sum((t) => t.toolCalls)),
+      'val/parse_error_rate': sum((t) => t.parseErrors) / Math.max(1, sum((t) => t.numTurns)),
+    };
     for (const [k, v] of Object.entries(m.passHatK)) out[`val/pass^${k}`] = v;
+    if (this.deps.taskFamily) {
+      const byFamily = new Map<string, number[]>();
+      for (const t of trajectories) {
+        const f = t.taskId !== undefined ? this.deps.taskFamily(t.taskId) : undefined;
+        if (f !== undefined) byFamily.set(f, [...(byFamily.get(f) ?? []), t.reward]);
+      }
+      for (const [f, rewards] of [...byFamily].sort((a, b) => a[0].localeCompare(b[0]))) out[`val/family/${f}/reward`] = mean(rewards);
+    }
     this.validations.push(out);
     this.writeMetrics({ kind: 'val', ...out });
     return out;
@@ -414,8 +434,22 @@ export class GrpoTrainer {
 
   private report(m: Metrics): void {
     if (!this.deps.log) return;
-    const keys = ['reward/mean', 'success/mean', 'actor/pg_clipfrac', 'actor/grad_norm', 'val/reward_mean', 'val/success', 'val/pass^1'];
-    this.deps.log(`step ${m.step}: ${keys.filter((k) => k in m).map((k) => `${k}=${m[k].toFixed(3)}`).join(' ')}`);
+    const keys = ['reward/mean', 'success/mean', 'tool_error_rate', 'actor/pg_clipfrac', 'actor/grad_norm', 'actor/entropy', 'timing_s/step',
+      'val/reward_mean', 'val/success', 'val/pass^1', 'val/tool_error_rate'];
+    const families = Object.keys(m).filter((k) => k.startsWith('val/family/')).map((k) => `${k.split('/')[2]} ${m[k].toFixed(2)}`);
+    this.deps.log(`step ${m.step}: ${keys.filter((k) => k in m).map((k) => `${k}=${m[k].toFixed(3)}`).join(' ')}${families.length ? ` | ${families.join(', ')}` : ''}`);
+  }
+
+  /** One line per episode in `trainer.episodesFile` (the token-length and per-family analyses read it). */
+  private recordEpisodes(kind: 'train' | 'val', step: number, trajectories: readonly Trajectory[]): void {
+    const f = this.config.trainer.episodesFile;
+    if (!f) return;
+    const lines = trajectories.map((t) => JSON.stringify({
+      kind, step, taskId: t.taskId, family: t.taskId !== undefined ? this.deps.taskFamily?.(t.taskId) : undefined, reward: t.reward, success: t.success,
+      promptTokens: t.promptIds.length, responseTokens: t.responseIds.length, modelTokens: t.responseMask.reduce((a, b) => a + b, 0),
+      turns: t.numTurns, toolCalls: t.toolCalls, toolErrors: t.toolErrors, parseErrors: t.parseErrors, termination: t.terminationReason,
+    }));
+    if (lines.length) appendFileSync(f, lines.join('\n') + '\n');
   }
 
   private writeMetrics(line: Record<string, unknown>): void {

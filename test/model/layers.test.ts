@@ -13,7 +13,7 @@ import { rmsnormBackward, rmsnormForward } from '../../src/model/layers/rmsnorm.
 import { RopeTable, yarnParams } from '../../src/model/layers/rope.ts';
 import { directionalCheck, dot } from './helpers.ts';
 
-const ctx: LayerContext = { backend: getBackend('reference'), impl: 'reference', attnBlock: 4 };
+const ctx: LayerContext = { backend: getBackend('reference'), impl: 'reference', attention: 'flex', attnBlock: 4 };
 const rnd = (shape: number[], seed: number, std = 0.5) => Tensor.randn(shape, seed, { std });
 const zeros = (shape: readonly number[]) => Tensor.zeros([...shape]);
 
@@ -148,7 +148,7 @@ test('grouped experts (Wasm grouped matmul on offset pointers) equal each expert
   const w = { w1: rnd([E, C, 2 * I], 70), b1: rnd([E, 2 * I], 71), w2: rnd([E, I, C], 72), b2: rnd([E, C], 73) };
   const x = rnd([7, C], 74, 1), dy = rnd([7, C], 75, 1);
   const grads = () => ({ w1: zeros([E, C, 2 * I]), b1: zeros([E, 2 * I]), w2: zeros([E, I, C]), b2: zeros([E, C]) });
-  const wasm: LayerContext = { backend: getBackend('wasm'), impl: 'wasm', attnBlock: 4 };
+  const wasm: LayerContext = { backend: getBackend('wasm'), impl: 'wasm', attention: 'flex', attnBlock: 4 };
   const gw = grads();
   const fw = expertForward(wasm, w, x, offsets, 7);
   const dxw = expertBackward(wasm, w, gw, x, offsets, fw.saved, dy, 7).toArray();

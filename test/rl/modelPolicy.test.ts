@@ -10,9 +10,10 @@ import { collate } from '../../src/rollout/collate.ts';
 import { flattenGroups, sampleGroups } from '../../src/rollout/groups.ts';
 import { createModelEngine, createStepModelEngine } from '../../src/rollout/modelEngine.ts';
 import { parseTrainerConfig } from '../../src/rl/config.ts';
-import { GptOssPolicy } from '../../src/rl/modelPolicy.ts';
+import { GptOssPolicy, packForScoring } from '../../src/rl/modelPolicy.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
 import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { directionalCheck } from '../model/helpers.ts';
 
 /** A tiny gpt-oss (2 layers, sliding + full attention, 4 experts) over the toy task's word vocabulary. */
 function tinyTransformer(vocab: number, seed = 3): GptOssModel {
@@ -64,6 +65,38 @@ describe('GptOssPolicy (tiny transformer)', () => {
       assert.ok(Math.max(...widths) > 1, 'concurrent turns were batched');
     });
   }
+
+  it('the entropy-bonus gradient (dEntropy through the head) matches finite differences of Σ c·H', async () => {
+    const { policy, model, batch } = await rollouts(1);
+    const B = batch.size, R = batch.tensor('responses').shape[1];
+    const mask = batch.tensor('response_mask').data;
+    const c = new Float32Array(B * R);
+    for (let k = 0; k < c.length; k++) if (mask[k]) c[k] = Math.sin(1 + k * 0.37);
+    policy.zeroGrad();
+    await policy.logprobs(batch, { temperature: 1, grad: true, entropy: true });
+    await policy.backward(new Float32Array(B * R), c);
+    // J = Σ_slots c · H, evaluated synchronously on the same packing the policy uses.
+    const p = packForScoring(batch);
+    const V = model.config.vocab_size;
+    const objective = () => {
+      const r = model.forward({ tokens: p.tokens, docIds: p.docIds, targets: p.targets }, { grad: false, fullLogprobs: true });
+      const full = r.fullLogprobs!.toArray();
+      r.fullLogprobs!.dispose();
+      let j = 0;
+      for (let n = 0; n < p.slotOf.length; n++) {
+        if (p.slotOf[n] < 0) continue;
+        let h = 0;
+        for (let v = 0; v < V; v++) { const l = full[n * V + v]; h -= Math.exp(l) * l; }
+        j += c[p.slotOf[n]] * h;
+      }
+      return j;
+    };
+    for (const name of ['lm_head.weight', 'model.layers.0.self_attn.q_proj.weight', 'model.norm.weight']) {
+      const g = Float32Array.from(model.gradients().get(name)!.toArray());
+      assert.ok(g.some((x) => x !== 0), `${name} got an entropy gradient`);
+      directionalCheck(name, objective, model.parameters().get(name)!, g, { eps: 1e-2, tol: 2e-2 });
+    }
+  });
 
   it('a policy-gradient step raises the log-prob of a positive-advantage response; checkpoints round-trip', async () => {
     const { policy, batch } = await rollouts(1);

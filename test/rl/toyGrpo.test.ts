@@ -15,7 +15,7 @@ function setup() {
   return createToySetup();
 }
 
-function trainer(raw: TrainerConfigInput, s = setup(), extra: { log?: (l: string) => void } = {}) {
+function trainer(raw: TrainerConfigInput, s = setup(), extra: { log?: (l: string) => void; taskFamily?: (id: string) => string | undefined } = {}) {
   const config = parseTrainerConfig(raw);
   return { s, t: new GrpoTrainer({ config, policy: s.policy, engine: s.engine, format: s.format, makeEnv: s.makeEnv, trainTasks: s.taskIds, padId: s.padId, ...extra }) };
 }
@@ -38,6 +38,37 @@ describe('toy GRPO run', () => {
     assert.ok(validations.at(-1)!['val/pass^4'] <= after);
     // On-policy: the rollout log-probs equal the recomputed old log-probs every step.
     assert.ok(history.every((h) => h['rollout/logprob_max_abs_diff'] < 1e-6));
+  });
+});
+
+describe('trainer episode records and per-family validation', () => {
+  it('writes one episodes.jsonl line per training and validation episode and reports val/family/* rewards', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-episodes-'));
+    try {
+      const episodesFile = join(dir, 'episodes.jsonl');
+      const raw = base(2);
+      raw.trainer = { ...raw.trainer, testFreq: 2, valN: 2, episodesFile };
+      const { s, t } = trainer(raw, setup(), { taskFamily: (id) => (Number(id.split('-')[1]) % 2 === 0 ? 'even' : 'odd') });
+      const { validations } = await t.fit();
+      const lines = readFileSync(episodesFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const train = lines.filter((l) => l.kind === 'train'), val = lines.filter((l) => l.kind === 'val');
+      assert.equal(train.length, 2 * 4 * 8, '2 steps × 4 tasks × n 8');
+      assert.equal(val.length, 2 * s.taskIds.length * 2, 'validation at steps 0 and 2, valN 2');
+      assert.deepEqual([...new Set(train.map((l) => l.step))], [1, 2]);
+      for (const l of lines) {
+        assert.ok(l.promptTokens > 0 && l.responseTokens >= l.modelTokens && l.modelTokens > 0, JSON.stringify(l));
+        assert.ok(l.family === 'even' || l.family === 'odd');
+      }
+      const last = validations.at(-1)!;
+      const finalVal = val.filter((l) => l.step === 2);
+      for (const f of ['even', 'odd']) {
+        const rs = finalVal.filter((l) => l.family === f).map((l) => l.reward);
+        assert.ok(Math.abs(last[`val/family/${f}/reward`] - rs.reduce((a, b) => a + b, 0) / rs.length) < 1e-9);
+      }
+      assert.ok('val/tool_error_rate' in last && 'val/total_length/max' in last);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

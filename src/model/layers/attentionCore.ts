@@ -7,8 +7,9 @@
 import { Tensor } from '../../engine/index.ts';
 import { blockwiseAttention } from '../../attention/blockwise.ts';
 import type { BlockMask } from '../../attention/blockMask.ts';
+import { eagerAttentionWasm } from '../../attention/eagerWasm.ts';
 import { flexAttention } from '../../attention/wasm.ts';
-import { TAG, type Impl } from './context.ts';
+import { TAG, type AttentionKind, type Impl } from './context.ts';
 
 export interface CoreGrads {
   dq: Tensor;
@@ -29,8 +30,14 @@ export interface CoreOptions {
   scale: number;
 }
 
-export function attentionCore(impl: Impl, q: Tensor, k: Tensor, v: Tensor, opts: CoreOptions): CoreOutput {
+export function attentionCore(impl: Impl, q: Tensor, k: Tensor, v: Tensor, opts: CoreOptions, kind: AttentionKind = 'flex'): CoreOutput {
   const gqa = q.shape[0] !== k.shape[0];
+  if (kind === 'eager') {
+    if (impl !== 'wasm') throw new Error("attention 'eager' runs on the wasm backend only");
+    if (!opts.blockMask.mask.band) throw new Error(`attention 'eager' takes causal or sliding-window masks only, not '${opts.blockMask.mask.name}' (packed documents need 'flex')`);
+    const out = eagerAttentionWasm(q, k, v, { blockMask: opts.blockMask, sinks: opts.sinks, scale: opts.scale, gqa, checkFinite: false });
+    return { o: out.o, backward: (dO) => out.backward(dO), dispose: () => out.dispose() };
+  }
   // the Wasm kernels need head dims that are multiples of 8; other sizes take the TypeScript path
   if (impl === 'wasm' && q.shape[2] % 8 === 0) {
     const out = flexAttention(q, k, v, { blockMask: opts.blockMask, sinks: opts.sinks, scale: opts.scale, gqa, checkFinite: false });

@@ -7,9 +7,17 @@ import type { Backend } from '../../engine/index.ts';
 
 export type Impl = 'wasm' | 'reference';
 
+/**
+ * The attention algorithm on the 'wasm' path: 'flex' (blockwise, O(T) memory) or 'eager' (every [heads, T, T]
+ * score/probability matrix materialised, as Hugging Face's eager gpt-oss path; the baseline for ablations; band
+ * masks only, i.e. causal or sliding window without packed documents).
+ */
+export type AttentionKind = 'flex' | 'eager';
+
 export interface LayerContext {
   readonly backend: Backend;
   readonly impl: Impl;
+  readonly attention: AttentionKind;
   /** Tile size for attention block masks. */
   readonly attnBlock: number;
 }

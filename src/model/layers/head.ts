@@ -36,8 +36,29 @@ export function headLogSoftmax(ctx: LayerContext, s: HeadSaved): Tensor {
   return ctx.backend.logSoftmax(s.logits, { tag: TAG.logits });
 }
 
-export function headBackward(ctx: LayerContext, weight: Tensor, gradWeight: Tensor | undefined, s: HeadSaved, dlogprobs: Float32Array): Tensor {
-  const be = ctx.backend, N = s.targets.length;
+/**
+ * d(objective)/d logits from a per-row entropy gradient g_n = d(objective)/dH_n, H_n = −Σ_j p_j log p_j:
+ * dH/dz_j = −p_j (log p_j + H). Rows with g_n = 0 are skipped; the result holds only the rows listed in `rows`.
+ */
+function entropyLogitGrads(logits: Float32Array, lse: Float32Array, dEntropy: Float32Array, V: number): { rows: Int32Array; grad: Float32Array } {
+  const rows: number[] = [];
+  for (let n = 0; n < dEntropy.length; n++) if (dEntropy[n] !== 0) rows.push(n);
+  const grad = new Float32Array(rows.length * V);
+  rows.forEach((n, r) => {
+    const z = logits.subarray(n * V, (n + 1) * V), m = lse[n];
+    let h = 0;
+    for (let j = 0; j < V; j++) { const l = z[j] - m; h -= Math.exp(l) * l; }
+    const g = dEntropy[n], out = grad.subarray(r * V, (r + 1) * V);
+    for (let j = 0; j < V; j++) { const l = z[j] - m; out[j] = -g * Math.exp(l) * (l + h); }
+  });
+  return { rows: Int32Array.from(rows), grad };
+}
+
+/** Backward from d/d logprob of the targets and, optionally, d/d entropy of each row's distribution. */
+export function headBackward(ctx: LayerContext, weight: Tensor, gradWeight: Tensor | undefined, s: HeadSaved, dlogprobs: Float32Array, dEntropy?: Float32Array): Tensor {
+  const be = ctx.backend, N = s.targets.length, V = weight.shape[0];
+  if (dEntropy && dEntropy.length !== N) throw new RangeError(`backward: dEntropy has ${dEntropy.length} entries, the forward had ${N} tokens`);
+  const ent = dEntropy ? entropyLogitGrads(s.logits.data(), s.lse.data(), dEntropy, V) : null;
   const dloss = Tensor.empty([N], { tag: TAG.temp });
   const dd = dloss.data();
   for (let i = 0; i < N; i++) dd[i] = -dlogprobs[i];
@@ -45,6 +66,13 @@ export function headBackward(ctx: LayerContext, weight: Tensor, gradWeight: Tens
   // one [N, V] buffer, the largest activation of a small model. The logits tensor is freed by disposeHeadSaved.
   const dlogits = be.crossEntropyBackward(s.logits, s.targets, s.lse, dloss, { out: s.logits });
   dloss.dispose();
+  if (ent && ent.rows.length > 0) {
+    const d = dlogits.data();
+    ent.rows.forEach((n, r) => {
+      const base = n * V, src = r * V;
+      for (let j = 0; j < V; j++) d[base + j] += ent.grad[src + j];
+    });
+  }
   if (gradWeight) be.matmul(dlogits, s.h, { transA: true, out: gradWeight, accumulate: true });
   return be.matmul(dlogits, weight, { tag: TAG.act });
 }

@@ -1,0 +1,82 @@
+/**
+ * `longrun plot`: the figure of a run (src/rl/report.ts) as SVG, or PNG rendered by headless Chromium
+ * (Debian's `chromium`, driven by playwright-core; `--chromium PATH` for another build).
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Command } from 'commander';
+import { readJsonl, renderPanels, runPanels, type Series } from '../rl/report.ts';
+
+export interface PlotOptions {
+  sft?: string;
+  grpo?: string;
+  episodes?: string;
+  compare?: string[];
+  window?: string;
+  title?: string;
+  out: string;
+  chromium?: string;
+}
+
+/** `NAME=FILE`: FILE is a GRPO-style metrics JSONL (its `kind: "val"` lines) or lines of `{ step, reward }`. */
+function compareSeries(spec: string): Series {
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new Error(`--compare wants NAME=FILE, got ${JSON.stringify(spec)}`);
+  const rows = readJsonl(spec.slice(eq + 1));
+  const points = rows
+    .map((r) => [r.step, r.kind === 'val' ? r['val/reward_mean'] : r.reward] as const)
+    .filter((p): p is readonly [number, number] => typeof p[0] === 'number' && typeof p[1] === 'number')
+    .map((p) => [p[0], p[1]] as [number, number]);
+  if (points.length === 0) throw new Error(`--compare ${spec}: no {step, reward} or validation lines`);
+  return { name: spec.slice(0, eq), points, dashed: true };
+}
+
+export async function plotCommand(o: PlotOptions): Promise<string> {
+  const window = o.window !== undefined ? Number(o.window) : undefined;
+  if (window !== undefined && !(Number.isInteger(window) && window > 0)) throw new Error(`--window must be a positive integer, got ${o.window}`);
+  if (!o.sft && !o.grpo && !o.episodes) throw new Error('nothing to plot: give --sft, --grpo and/or --episodes');
+  const panels = runPanels({
+    sftMetrics: o.sft ? readJsonl(o.sft) : undefined,
+    grpoMetrics: o.grpo ? readJsonl(o.grpo) : undefined,
+    episodes: o.episodes ? readJsonl(o.episodes) : undefined,
+    compare: (o.compare ?? []).map(compareSeries),
+    slidingWindow: window,
+  });
+  if (panels.length === 0) throw new Error('the given files hold no SFT, validation, training or episode lines');
+  const svg = renderPanels(panels, { title: o.title });
+  mkdirSync(dirname(o.out), { recursive: true });
+  if (o.out.endsWith('.svg')) {
+    writeFileSync(o.out, svg);
+    return o.out;
+  }
+  if (!o.out.endsWith('.png')) throw new Error(`--out must end in .svg or .png, got ${o.out}`);
+  const exe = o.chromium ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+  if (!exe) throw new Error('PNG output needs Chromium (apt-get install chromium, or --chromium PATH); or write .svg');
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: exe, args: ['--no-sandbox'] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 400 }, deviceScaleFactor: 1.5 });
+    await page.setContent(`<!doctype html><html><body style="margin:0">${svg}</body></html>`);
+    await page.locator('svg').first().screenshot({ path: o.out });
+  } finally {
+    await browser.close();
+  }
+  return o.out;
+}
+
+export function register(program: Command): void {
+  program
+    .command('plot')
+    .description('plot a run: SFT loss, held-out reward, training reward, episode lengths (SVG or PNG)')
+    .option('--sft <file>', 'SFT metrics.jsonl')
+    .option('--grpo <file>', 'GRPO metrics.jsonl (training steps and validations)')
+    .option('--episodes <file>', 'GRPO episodes.jsonl (token-length histogram)')
+    .option('--compare <name=file...>', 'extra held-out curves: NAME=metrics.jsonl')
+    .option('--window <n>', 'mark the sliding window on the length histogram')
+    .option('--title <text>', 'figure title')
+    .option('--chromium <path>', 'Chromium executable for PNG output')
+    .requiredOption('--out <file>', 'output .svg or .png')
+    .action(async (opts: PlotOptions) => {
+      console.log(`wrote ${await plotCommand(opts)}`);
+    });
+}
