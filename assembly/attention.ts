@@ -4,22 +4,28 @@
 // src/attention/wasmLayout.ts (field indices below; keep the two in sync). Layouts: q, o, dO, dQ [Hq, T, d];
 // k, v, dK, dV [Hkv, S, d]; lse, D [Hq, T]; sinks, dSinks [Hq]. d must be a multiple of 8.
 //
-// Forward: work items (query head, query tile) interleaved over threads; each row starts at m = σ_h, l = 1
-// (m = −∞, l = 0 without sinks), visits its partial tiles (mask applied) then full tiles, and stores O and the
-// sink-inclusive LSE. Backward: threads own whole kv heads, so dK/dV of a kv tile and dQ of the query heads that
-// read it are written by one thread only (no atomics, no reductions).
-import { expv, exps, fma, hmax, hsum } from './simd';
+// Forward: work items (query head, query tile) claimed dynamically by the threads (desc.COUNTER); each row starts
+// at m = σ_h, l = 1 (m = −∞, l = 0 without sinks), visits its partial tiles (mask applied) then full tiles, and
+// stores O and the sink-inclusive LSE. Backward: threads own whole kv heads, so dK/dV of a kv tile and dQ of the
+// query heads that read it are written by one thread only (no atomics, no reductions). Partial tiles of band masks
+// (diagonal, window edge) run in strips of MR query rows (and MR keys for dK/dV) that compute only the 8-key
+// column groups (query rows) the band lets them see, so masked work stays small for any tile shape.
+import { claim, expv, exps, fma, hmax, hsum } from './simd';
 
 /**
  * exp(x) for x ≤ 0 (every softmax argument here: scores minus a running max or minus the LSE), four lanes.
- * Same range reduction and polynomial as simd.ts's expv, but without the overflow branch, and 2^n applied in one
- * step (x ≥ −87.3 keeps n ≥ −126 normal). x < −87.3 (including −∞) gives exactly 0; NaN stays NaN.
+ * Same range reduction and polynomial as simd.ts's expv (same results), but cheaper on x86: no overflow
+ * branch, pmax for the clamp (wasm's NaN-propagating max is a long instruction sequence), and n = round(x·log2 e)
+ * through the 1.5·2^23 shifter, whose bit pattern also yields 2^n without a float→int conversion (x ≥ −87.3
+ * keeps n ≥ −126 normal). x < −87.3 (including −∞) gives exactly 0; NaN stays NaN.
  */
 // @ts-ignore: decorator
 @inline function expNeg(x: v128): v128 {
   const lo = f32x4.splat(-87.33654);
-  const xc = f32x4.max(x, lo);
-  const n = f32x4.nearest(f32x4.mul(xc, f32x4.splat(1.44269504)));
+  const shifter = f32x4.splat(12582912.0);
+  const xc = f32x4.pmax(x, lo); // x < lo ? lo : x
+  const tn = f32x4.add(f32x4.mul(xc, f32x4.splat(1.44269504)), shifter);
+  const n = f32x4.sub(tn, shifter);
   let r = f32x4.sub(xc, f32x4.mul(n, f32x4.splat(0.693359375)));
   r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(-2.12194440e-4)));
   let p = f32x4.splat(1.9875691500e-4);
@@ -29,8 +35,15 @@ import { expv, exps, fma, hmax, hsum } from './simd';
   p = fma(p, r, f32x4.splat(1.6666665459e-1));
   p = fma(p, r, f32x4.splat(5.0000001201e-1));
   p = fma(p, f32x4.mul(r, r), f32x4.add(r, f32x4.splat(1.0)));
-  const scale = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  // bits(tn) = 0x4B400000 + n, so (bits(tn) − 0x4B400000 + 127) << 23 is the float 2^n
+  const scale = i32x4.shl(i32x4.add(tn, i32x4.splat(127 - 0x4B400000)), 23);
   return v128.bitselect(f32x4.splat(0.0), f32x4.mul(p, scale), f32x4.lt(x, lo));
+}
+
+/** expNeg of one scalar (x ≤ 0). */
+// @ts-ignore: decorator
+@inline function expNegS(x: f32): f32 {
+  return f32x4.extract_lane(expNeg(f32x4.splat(x)), 0);
 }
 
 const F_Q = 0, F_K = 1, F_V = 2, F_O = 3, F_LSE = 4, F_SINKS = 5;
@@ -40,7 +53,7 @@ const F_FULL_START = 16, F_FULL_IDX = 17, F_PART_START = 18, F_PART_IDX = 19;
 const F_TFULL_START = 20, F_TFULL_IDX = 21, F_TPART_START = 22, F_TPART_IDX = 23, F_TPART_POS = 24;
 const F_MASK_KIND = 25, F_BAND_LO = 26, F_BAND_HI = 27, F_DELTA = 28, F_BITMAP = 29;
 const F_SCRATCH = 30, F_SCRATCH_PER = 31;
-const F_DO = 32, F_DQ = 33, F_DK = 34, F_DV = 35, F_DD = 36, F_DSINKS = 37, F_KT = 38;
+const F_DO = 32, F_DQ = 33, F_DK = 34, F_DV = 35, F_DD = 36, F_DSINKS = 37, F_KT = 38, F_COUNTER = 39;
 
 const MASK_BAND = 0;
 
@@ -61,11 +74,13 @@ export function attnScratchBytes(bq: i32, bk: i32, d: i32): i32 {
 }
 
 // C[m × n] (+)= A · B, float32. A is addressed as a + row·ars + col·acs (bytes; so Aᵀ is free), B row-major
-// with row stride ldb bytes, C row stride ldc bytes. n must be a multiple of 8. Register tiles of 6×8, 2×8, 1×8.
+// with row stride ldb bytes, C row stride ldc bytes. n must be a multiple of 8. Register tiles of MR×8 (MR = 6
+// with fused multiply-add, else 4: without it each product needs a temporary and 6×8 spills), then 2×8, 1×8.
+const MR: i32 = isDefined(RELAXED) ? 6 : 4;
 function mmAcc(a: usize, ars: usize, acs: usize, b: usize, ldb: usize, c: usize, ldc: usize, m: i32, n: i32, k: i32, accumulate: bool): void {
   let i = 0;
   const zero = f32x4.splat(0);
-  for (; i + 6 <= m; i += 6) {
+  for (; i + MR <= m; i += MR) {
     const a0 = a + <usize>i * ars, a1 = a0 + ars, a2 = a1 + ars, a3 = a2 + ars, a4 = a3 + ars, a5 = a4 + ars;
     const c0 = c + <usize>i * ldc, c1 = c0 + ldc, c2 = c1 + ldc, c3 = c2 + ldc, c4 = c3 + ldc, c5 = c4 + ldc;
     for (let col = 0; col < n; col += 8) {
@@ -77,8 +92,8 @@ function mmAcc(a: usize, ars: usize, acs: usize, b: usize, ldb: usize, c: usize,
         x10 = v128.load(c1 + co); x11 = v128.load(c1 + co, 16);
         x20 = v128.load(c2 + co); x21 = v128.load(c2 + co, 16);
         x30 = v128.load(c3 + co); x31 = v128.load(c3 + co, 16);
-        x40 = v128.load(c4 + co); x41 = v128.load(c4 + co, 16);
-        x50 = v128.load(c5 + co); x51 = v128.load(c5 + co, 16);
+        if (MR >= 5) { x40 = v128.load(c4 + co); x41 = v128.load(c4 + co, 16); }
+        if (MR >= 6) { x50 = v128.load(c5 + co); x51 = v128.load(c5 + co, 16); }
       }
       let bp = b + co;
       let ak: usize = 0;
@@ -88,16 +103,16 @@ function mmAcc(a: usize, ars: usize, acs: usize, b: usize, ldb: usize, c: usize,
         av = v128.load32_splat(a1 + ak); x10 = fma(av, b0, x10); x11 = fma(av, b1, x11);
         av = v128.load32_splat(a2 + ak); x20 = fma(av, b0, x20); x21 = fma(av, b1, x21);
         av = v128.load32_splat(a3 + ak); x30 = fma(av, b0, x30); x31 = fma(av, b1, x31);
-        av = v128.load32_splat(a4 + ak); x40 = fma(av, b0, x40); x41 = fma(av, b1, x41);
-        av = v128.load32_splat(a5 + ak); x50 = fma(av, b0, x50); x51 = fma(av, b1, x51);
+        if (MR >= 5) { av = v128.load32_splat(a4 + ak); x40 = fma(av, b0, x40); x41 = fma(av, b1, x41); }
+        if (MR >= 6) { av = v128.load32_splat(a5 + ak); x50 = fma(av, b0, x50); x51 = fma(av, b1, x51); }
         bp += ldb; ak += acs;
       }
       v128.store(c0 + co, x00); v128.store(c0 + co, x01, 16);
       v128.store(c1 + co, x10); v128.store(c1 + co, x11, 16);
       v128.store(c2 + co, x20); v128.store(c2 + co, x21, 16);
       v128.store(c3 + co, x30); v128.store(c3 + co, x31, 16);
-      v128.store(c4 + co, x40); v128.store(c4 + co, x41, 16);
-      v128.store(c5 + co, x50); v128.store(c5 + co, x51, 16);
+      if (MR >= 5) { v128.store(c4 + co, x40); v128.store(c4 + co, x41, 16); }
+      if (MR >= 6) { v128.store(c5 + co, x50); v128.store(c5 + co, x51, 16); }
     }
   }
   for (; i + 2 <= m; i += 2) {
@@ -138,6 +153,49 @@ function mmAcc(a: usize, ars: usize, acs: usize, b: usize, ldb: usize, c: usize,
   }
 }
 
+// mmAcc for A stored k-major (A[i][k] at a + k·lda + 4·i, e.g. Pᵀ of a row-major P, or a transposed tile): the
+// MR rows of a register tile are adjacent floats, so one address per k step serves them all.
+function mmT(a: usize, lda: usize, b: usize, ldb: usize, c: usize, ldc: usize, m: i32, n: i32, k: i32, accumulate: bool): void {
+  let i = 0;
+  const zero = f32x4.splat(0);
+  for (; i + MR <= m; i += MR) {
+    const a0 = a + <usize>i * 4;
+    const c0 = c + <usize>i * ldc, c1 = c0 + ldc, c2 = c1 + ldc, c3 = c2 + ldc, c4 = c3 + ldc, c5 = c4 + ldc;
+    for (let col = 0; col < n; col += 8) {
+      const co = <usize>col << 2;
+      let x00 = zero, x01 = zero, x10 = zero, x11 = zero, x20 = zero, x21 = zero;
+      let x30 = zero, x31 = zero, x40 = zero, x41 = zero, x50 = zero, x51 = zero;
+      if (accumulate) {
+        x00 = v128.load(c0 + co); x01 = v128.load(c0 + co, 16);
+        x10 = v128.load(c1 + co); x11 = v128.load(c1 + co, 16);
+        x20 = v128.load(c2 + co); x21 = v128.load(c2 + co, 16);
+        x30 = v128.load(c3 + co); x31 = v128.load(c3 + co, 16);
+        if (MR >= 5) { x40 = v128.load(c4 + co); x41 = v128.load(c4 + co, 16); }
+        if (MR >= 6) { x50 = v128.load(c5 + co); x51 = v128.load(c5 + co, 16); }
+      }
+      let bp = b + co;
+      let ap = a0;
+      for (let kk = 0; kk < k; kk++) {
+        const b0 = v128.load(bp), b1 = v128.load(bp, 16);
+        let av = v128.load32_splat(ap); x00 = fma(av, b0, x00); x01 = fma(av, b1, x01);
+        av = v128.load32_splat(ap, 4); x10 = fma(av, b0, x10); x11 = fma(av, b1, x11);
+        av = v128.load32_splat(ap, 8); x20 = fma(av, b0, x20); x21 = fma(av, b1, x21);
+        av = v128.load32_splat(ap, 12); x30 = fma(av, b0, x30); x31 = fma(av, b1, x31);
+        if (MR >= 5) { av = v128.load32_splat(ap, 16); x40 = fma(av, b0, x40); x41 = fma(av, b1, x41); }
+        if (MR >= 6) { av = v128.load32_splat(ap, 20); x50 = fma(av, b0, x50); x51 = fma(av, b1, x51); }
+        bp += ldb; ap += lda;
+      }
+      v128.store(c0 + co, x00); v128.store(c0 + co, x01, 16);
+      v128.store(c1 + co, x10); v128.store(c1 + co, x11, 16);
+      v128.store(c2 + co, x20); v128.store(c2 + co, x21, 16);
+      v128.store(c3 + co, x30); v128.store(c3 + co, x31, 16);
+      if (MR >= 5) { v128.store(c4 + co, x40); v128.store(c4 + co, x41, 16); }
+      if (MR >= 6) { v128.store(c5 + co, x50); v128.store(c5 + co, x51, 16); }
+    }
+  }
+  if (i < m) mmAcc(a + <usize>i * 4, 4, lda, b, ldb, c + <usize>i * ldc, ldc, m - i, n, k, accumulate);
+}
+
 // dst[rows × d] = scale · src[rows × d] (contiguous).
 function scaledCopy(src: usize, dst: usize, n: i32, scale: f32): void {
   const vs = f32x4.splat(scale);
@@ -154,32 +212,46 @@ function transposeTile(src: usize, d: i32, nj: i32, njp: i32, dst: usize): void 
   }
 }
 
-// Sets the not-allowed entries of one score row to −∞: columns ≥ nj always; inside the tile (when masked) by the
-// band or by the tile's byte mask. i = absolute-in-sequence query index, j0 = first key index of the tile.
+// Sets the not-allowed entries among columns [from, to) of one score row to −∞: columns ≥ nj always; inside the
+// tile (when masked) by the band or by the tile's byte mask. i = absolute-in-sequence query index, j0 = first key
+// index of the tile.
 // @ts-ignore: decorator
-@inline function maskRow(srow: usize, masked: bool, desc: usize, bitmapRow: usize, i: i32, j0: i32, nj: i32, njp: i32): void {
+@inline function maskRow(srow: usize, masked: bool, desc: usize, bitmapRow: usize, i: i32, j0: i32, nj: i32, from: i32, to: i32): void {
   const ninf: f32 = -Infinity;
-  for (let jj = nj; jj < njp; jj++) store<f32>(srow + <usize>jj * 4, ninf);
+  for (let jj = max(nj, from); jj < to; jj++) store<f32>(srow + <usize>jj * 4, ninf);
   if (!masked) return;
+  const end = min(nj, to);
   if (fi(desc, F_MASK_KIND) == MASK_BAND) {
     // allowed iff lo ≤ i + delta − j ≤ hi
     const base = i + fi(desc, F_DELTA) - j0;
-    let lo = base - fi(desc, F_BAND_HI);
-    let hi = base - fi(desc, F_BAND_LO);
-    if (lo < 0) lo = 0;
-    if (hi > nj - 1) hi = nj - 1;
-    if (hi < lo) { for (let jj = 0; jj < nj; jj++) store<f32>(srow + <usize>jj * 4, ninf); return; }
-    for (let jj = 0; jj < lo; jj++) store<f32>(srow + <usize>jj * 4, ninf);
-    for (let jj = hi + 1; jj < nj; jj++) store<f32>(srow + <usize>jj * 4, ninf);
+    const lo = max(from, base - fi(desc, F_BAND_HI));
+    const hi = min(end - 1, base - fi(desc, F_BAND_LO));
+    if (hi < lo) { for (let jj = from; jj < end; jj++) store<f32>(srow + <usize>jj * 4, ninf); return; }
+    for (let jj = from; jj < lo; jj++) store<f32>(srow + <usize>jj * 4, ninf);
+    for (let jj = hi + 1; jj < end; jj++) store<f32>(srow + <usize>jj * 4, ninf);
   } else {
-    for (let jj = 0; jj < nj; jj++) if (load<u8>(bitmapRow + <usize>jj) == 0) store<f32>(srow + <usize>jj * 4, ninf);
+    for (let jj = from; jj < end; jj++) if (load<u8>(bitmapRow + <usize>jj) == 0) store<f32>(srow + <usize>jj * 4, ninf);
   }
 }
 
-// One kv tile of the forward for query tile rows [i0, i0 + rows) of head h (state in scratch).
+// Columns of a band-masked tile that rows [i, i + n) (absolute query indices) may see: [lo, hi) local to the tile
+// of nj keys starting at j0, widened to multiples of 8 (hi ≤ pad8(nj)); hi ≤ lo when the rows see none of it.
+// Packed into one i64 as lo | hi << 32.
+// @ts-ignore: decorator
+@inline function bandCols(desc: usize, i: i32, n: i32, j0: i32, nj: i32): i64 {
+  const base = i + fi(desc, F_DELTA) - j0;
+  const lo = max(0, base - fi(desc, F_BAND_HI));
+  const hi = min(nj, base + n - fi(desc, F_BAND_LO));
+  if (hi <= lo) return 0;
+  return <i64>(lo & ~7) | (<i64>pad8(hi) << 32);
+}
+
+// One kv tile of the forward for query tile rows [i0, i0 + rows) of head h (state in scratch). Band-masked tiles
+// go in strips of MR rows, each computing only the 8-key column groups its rows can see (diagonal and band-edge
+// tiles are mostly masked); other tiles run whole.
 function forwardTile(desc: usize, h: i32, i0: i32, rows: i32, c: i32, masked: bool, bitmap: usize,
   qs: usize, sc: usize, acc: usize, mrow: usize, lrow: usize): void {
-  const d = fi(desc, F_D), t = fi(desc, F_T), s = fi(desc, F_S), bk = fi(desc, F_BK);
+  const d = fi(desc, F_D), s = fi(desc, F_S), bk = fi(desc, F_BK);
   const g = h / (fi(desc, F_HQ) / fi(desc, F_HKV));
   const j0 = c * bk;
   const nj = min(bk, s - j0), njp = pad8(nj);
@@ -187,35 +259,48 @@ function forwardTile(desc: usize, h: i32, i0: i32, rows: i32, c: i32, masked: bo
   // Kᵀ tiles were written once by attnTransposeK: per (kv head, kv tile) a [d × pad8(bk)] block
   const bkp = pad8(bk);
   const ktJ = fp(desc, F_KT) + (<usize>(g * fi(desc, F_NKT) + c) * <usize>d * <usize>bkp) * 4;
-  mmAcc(qs, <usize>d * 4, 4, ktJ, <usize>njp * 4, sc, <usize>njp * 4, rows, njp, d, false);
-  for (let ii = 0; ii < rows; ii++) {
-    const srow = sc + <usize>(ii * njp) * 4;
-    maskRow(srow, masked, desc, bitmap + <usize>(ii * bk), i0 + ii, j0, nj, njp);
-    let vmax = f32x4.splat(-Infinity);
-    for (let jj = 0; jj < njp; jj += 4) vmax = f32x4.max(vmax, v128.load(srow + <usize>jj * 4));
-    const mOld = load<f32>(mrow + <usize>ii * 4);
-    const mNew = max(mOld, hmax(vmax));
-    if (mNew == -Infinity) { // nothing visible yet and no sink: this tile contributes nothing
-      for (let jj = 0; jj < njp; jj += 4) v128.store(srow + <usize>jj * 4, f32x4.splat(0));
-      continue;
+  const band = masked && fi(desc, F_MASK_KIND) == MASK_BAND;
+  const step = band ? MR : rows;
+  const ld = <usize>njp * 4;
+  for (let s0 = 0; s0 < rows; s0 += step) {
+    const sr = min(step, rows - s0);
+    let from = 0, to = njp;
+    if (band) {
+      const cols = bandCols(desc, i0 + s0, sr, j0, nj);
+      from = <i32>cols; to = <i32>(cols >> 32);
+      if (to <= from) continue;
     }
-    const vm = f32x4.splat(mNew);
-    let vsum = f32x4.splat(0);
-    for (let jj = 0; jj < njp; jj += 4) {
-      const p = expNeg(f32x4.sub(v128.load(srow + <usize>jj * 4), vm));
-      v128.store(srow + <usize>jj * 4, p);
-      vsum = f32x4.add(vsum, p);
+    const fo = <usize>from * 4;
+    mmAcc(qs + <usize>(s0 * d) * 4, <usize>d * 4, 4, ktJ + fo, ld, sc + <usize>s0 * ld + fo, ld, sr, to - from, d, false);
+    for (let ii = s0; ii < s0 + sr; ii++) {
+      const srow = sc + <usize>ii * ld;
+      maskRow(srow, masked, desc, bitmap + <usize>(ii * bk), i0 + ii, j0, nj, from, to);
+      let vmax = f32x4.splat(-Infinity);
+      for (let jj = from; jj < to; jj += 4) vmax = f32x4.pmax(v128.load(srow + <usize>jj * 4), vmax);
+      const mOld = load<f32>(mrow + <usize>ii * 4);
+      const mNew = max(mOld, hmax(vmax));
+      if (mNew == -Infinity) { // nothing visible yet and no sink: this tile contributes nothing
+        for (let jj = from; jj < to; jj += 4) v128.store(srow + <usize>jj * 4, f32x4.splat(0));
+        continue;
+      }
+      const vm = f32x4.splat(mNew);
+      let vsum = f32x4.splat(0);
+      for (let jj = from; jj < to; jj += 4) {
+        const p = expNeg(f32x4.sub(v128.load(srow + <usize>jj * 4), vm));
+        v128.store(srow + <usize>jj * 4, p);
+        vsum = f32x4.add(vsum, p);
+      }
+      const alpha = expNegS(mOld - mNew);
+      store<f32>(lrow + <usize>ii * 4, alpha * load<f32>(lrow + <usize>ii * 4) + hsum(vsum));
+      store<f32>(mrow + <usize>ii * 4, mNew);
+      if (alpha != 1) {
+        const va = f32x4.splat(alpha);
+        const arow = acc + <usize>(ii * d) * 4;
+        for (let e = 0; e < d; e += 4) v128.store(arow + <usize>e * 4, f32x4.mul(v128.load(arow + <usize>e * 4), va));
+      }
     }
-    const alpha = exps(mOld - mNew);
-    store<f32>(lrow + <usize>ii * 4, alpha * load<f32>(lrow + <usize>ii * 4) + hsum(vsum));
-    store<f32>(mrow + <usize>ii * 4, mNew);
-    if (alpha != 1) {
-      const va = f32x4.splat(alpha);
-      const arow = acc + <usize>(ii * d) * 4;
-      for (let e = 0; e < d; e += 4) v128.store(arow + <usize>e * 4, f32x4.mul(v128.load(arow + <usize>e * 4), va));
-    }
+    mmAcc(sc + <usize>s0 * ld + fo, ld, 4, vJ + fo * <usize>d, <usize>d * 4, acc + <usize>(s0 * d) * 4, <usize>d * 4, sr, d, min(to, nj) - from, true);
   }
-  mmAcc(sc, <usize>njp * 4, 4, vJ, <usize>d * 4, acc, <usize>d * 4, rows, d, nj, true);
 }
 
 /**
@@ -254,8 +339,12 @@ export function attnForward(tid: i32, nthreads: i32, desc: usize): void {
   const bitmap = fp(desc, F_BITMAP);
   const tileBytes = <usize>(bq * bk);
   const o = fp(desc, F_O), lse = fp(desc, F_LSE);
-  for (let w = tid; w < hq * nqt; w += nthreads) {
-    const h = w / nqt, r = w % nqt;
+  // Work items (query tile, head) are claimed dynamically, last query tiles first: under a causal mask they see
+  // the most kv tiles, and the light ones at the end even out the threads.
+  const counter = fp(desc, F_COUNTER);
+  const items = hq * nqt;
+  for (let w = claim(counter, 1, items); w < items; w = claim(counter, 1, items)) {
+    const r = nqt - 1 - w / hq, h = w % hq;
     const i0 = r * bq, rows = min(bq, t - i0);
     const m0: f32 = sinks != 0 ? load<f32>(sinks + <usize>h * 4) : -Infinity;
     const l0: f32 = sinks != 0 ? 1 : 0;
@@ -309,7 +398,9 @@ export function attnBackwardPre(tid: i32, nthreads: i32, desc: usize): void {
   }
 }
 
-// One (query tile, kv tile) pair of the backward for head h; the kv tile's Kᵀ/Vᵀ are in kt/vt.
+// One (query tile, kv tile) pair of the backward for head h; the kv tile's Kᵀ/Vᵀ are in kt/vt. Band-masked tiles
+// go in strips as in the forward: row strips compute P, dP, dS and dQ on the 8-key column groups they can see
+// (the rest of their P and dS rows is zeroed), key strips accumulate dV and dK over the query rows they can see.
 function backwardTile(desc: usize, h: i32, r: i32, j0: i32, nj: i32, masked: bool, bitmap: usize,
   kt: usize, vt: usize, pm: usize, dsm: usize, dkacc: usize, dvacc: usize, kJ: usize, qs: usize): void {
   const d = fi(desc, F_D), t = fi(desc, F_T), bq = fi(desc, F_BQ), bk = fi(desc, F_BK);
@@ -322,28 +413,62 @@ function backwardTile(desc: usize, h: i32, r: i32, j0: i32, nj: i32, masked: boo
   const dQI = fp(desc, F_DQ) + rowBase * <usize>d * 4;
   const lse = fp(desc, F_LSE) + rowBase * 4, dd = fp(desc, F_DD) + rowBase * 4;
   const ld = <usize>njp * 4;
+  const dr = <usize>d * 4;
+  const band = masked && fi(desc, F_MASK_KIND) == MASK_BAND;
+  const step = band ? MR : rows;
   scaledCopy(qI, qs, rows * d, scale);
-  mmAcc(qs, <usize>d * 4, 4, kt, ld, pm, ld, rows, njp, d, false);
-  mmAcc(dOI, <usize>d * 4, 4, vt, ld, dsm, ld, rows, njp, d, false);
-  for (let ii = 0; ii < rows; ii++) {
-    const prow = pm + <usize>ii * ld, dsrow = dsm + <usize>ii * ld;
-    maskRow(prow, masked, desc, bitmap + <usize>(ii * bk), i0 + ii, j0, nj, njp);
-    const L = load<f32>(lse + <usize>ii * 4);
-    if (L == -Infinity) { // an empty row (no keys, no sink) has no gradient
-      for (let jj = 0; jj < njp; jj += 4) { v128.store(prow + <usize>jj * 4, f32x4.splat(0)); v128.store(dsrow + <usize>jj * 4, f32x4.splat(0)); }
-      continue;
+  for (let s0 = 0; s0 < rows; s0 += step) {
+    const sr = min(step, rows - s0);
+    let from = 0, to = njp;
+    if (band) {
+      const cols = bandCols(desc, i0 + s0, sr, j0, nj);
+      from = <i32>cols; to = <i32>(cols >> 32);
+      if (to <= from) from = to = 0;
+      const z = f32x4.splat(0);
+      for (let ii = s0; ii < s0 + sr; ii++) {
+        const prow = pm + <usize>ii * ld, dsrow = dsm + <usize>ii * ld;
+        for (let jj = 0; jj < from; jj += 4) { v128.store(prow + <usize>jj * 4, z); v128.store(dsrow + <usize>jj * 4, z); }
+        for (let jj = to; jj < njp; jj += 4) { v128.store(prow + <usize>jj * 4, z); v128.store(dsrow + <usize>jj * 4, z); }
+      }
+      if (to <= from) continue;
     }
-    const vL = f32x4.splat(L), vD = f32x4.splat(load<f32>(dd + <usize>ii * 4));
-    for (let jj = 0; jj < njp; jj += 4) {
-      const p = expNeg(f32x4.sub(v128.load(prow + <usize>jj * 4), vL));
-      v128.store(prow + <usize>jj * 4, p);
-      v128.store(dsrow + <usize>jj * 4, f32x4.mul(p, f32x4.sub(v128.load(dsrow + <usize>jj * 4), vD)));
+    const fo = <usize>from * 4;
+    mmAcc(qs + <usize>s0 * dr, dr, 4, kt + fo, ld, pm + <usize>s0 * ld + fo, ld, sr, to - from, d, false);
+    mmAcc(dOI + <usize>s0 * dr, dr, 4, vt + fo, ld, dsm + <usize>s0 * ld + fo, ld, sr, to - from, d, false);
+    for (let ii = s0; ii < s0 + sr; ii++) {
+      const prow = pm + <usize>ii * ld, dsrow = dsm + <usize>ii * ld;
+      maskRow(prow, masked, desc, bitmap + <usize>(ii * bk), i0 + ii, j0, nj, from, to);
+      const L = load<f32>(lse + <usize>ii * 4);
+      if (L == -Infinity) { // an empty row (no keys, no sink) has no gradient
+        for (let jj = from; jj < to; jj += 4) { v128.store(prow + <usize>jj * 4, f32x4.splat(0)); v128.store(dsrow + <usize>jj * 4, f32x4.splat(0)); }
+        continue;
+      }
+      const vL = f32x4.splat(L), vD = f32x4.splat(load<f32>(dd + <usize>ii * 4));
+      for (let jj = from; jj < to; jj += 4) {
+        const p = expNeg(f32x4.sub(v128.load(prow + <usize>jj * 4), vL));
+        v128.store(prow + <usize>jj * 4, p);
+        v128.store(dsrow + <usize>jj * 4, f32x4.mul(p, f32x4.sub(v128.load(dsrow + <usize>jj * 4), vD)));
+      }
     }
+    // dQ_I += dS K_J (multiplied by c once the head is done)
+    mmAcc(dsm + <usize>s0 * ld + fo, ld, 4, kJ + fo * <usize>d, dr, dQI + <usize>s0 * dr, dr, sr, d, min(to, nj) - from, true);
   }
-  // dV_J += Pᵀ dO_I, dK_J += dSᵀ (c·Q_I), dQ_I += dS K_J (multiplied by c once the head is done)
-  mmAcc(pm, 4, ld, dOI, <usize>d * 4, dvacc, <usize>d * 4, nj, d, rows, true);
-  mmAcc(dsm, 4, ld, qs, <usize>d * 4, dkacc, <usize>d * 4, nj, d, rows, true);
-  mmAcc(dsm, ld, 4, kJ, <usize>d * 4, dQI, <usize>d * 4, rows, d, nj, true);
+  // dV_J += Pᵀ dO_I, dK_J += dSᵀ (c·Q_I); key strips of a band tile only over the query rows that can see them
+  const kstep = band ? MR : nj;
+  for (let k0 = 0; k0 < nj; k0 += kstep) {
+    const kn = min(kstep, nj - k0);
+    let r0 = 0, r1 = rows;
+    if (band) {
+      // rows i with lo ≤ i + delta − j ≤ hi for some key j in [j0 + k0, j0 + k0 + kn)
+      const base = j0 + k0 - fi(desc, F_DELTA) - i0;
+      r0 = max(0, base + fi(desc, F_BAND_LO));
+      r1 = min(rows, base + kn - 1 + fi(desc, F_BAND_HI) + 1);
+      if (r1 <= r0) continue;
+    }
+    const ko = <usize>k0 * 4;
+    mmT(pm + <usize>r0 * ld + ko, ld, dOI + <usize>r0 * dr, dr, dvacc + ko * <usize>d, dr, kn, d, r1 - r0, true);
+    mmT(dsm + <usize>r0 * ld + ko, ld, qs + <usize>r0 * dr, dr, dkacc + ko * <usize>d, dr, kn, d, r1 - r0, true);
+  }
 }
 
 /** Backward main pass (after attnBackwardPre): threads own kv heads. */

@@ -38,13 +38,27 @@ const GIB = 2 ** 30;
 
 type Impl = 'flex' | 'eager';
 
-interface ChildJob { impl: Impl; t: number; window: number; block: number; budgetBytes: number; reps: number; relaxed: boolean }
+/** Flex tile sizes: query rows × keys. */
+interface Tiles { q: number; kv: number }
+
+/**
+ * Tiles per layer kind, from interleaved A/B timings of the kernels: full causal 128 × 128, sliding window
+ * 64 × 128. Diagonal and band-edge tiles run in strips that skip the 8-key groups their rows cannot see, so large
+ * tiles cost little masked work; between 32 × 32 and 128 × 128 the timings differ by only a few per cent.
+ */
+function flexTiles(window: number): Tiles {
+  return window ? { q: 64, kv: 128 } : { q: 128, kv: 128 };
+}
+
+interface ChildJob { impl: Impl; t: number; window: number; tiles: Tiles; budgetBytes: number; reps: number; relaxed: boolean }
 
 interface ChildResult {
   ok: boolean;
   impl: Impl;
   t: number;
   window: number;
+  /** Tile sizes of the block mask (older results: `block`, one square size). */
+  tiles?: Tiles;
   block?: number;
   reason?: string;
   fwdMs?: number;
@@ -73,9 +87,9 @@ function usefulFlops(pairs: number): { fwd: number; fwdBwd: number } {
 
 function runChild(job: ChildJob): ChildResult {
   const rt = initRuntime({ relaxed: job.relaxed ? true : 'auto' });
-  const base = { impl: job.impl, t: job.t, window: job.window, block: job.block, threads: rt.threads, relaxed: rt.relaxed, loadAvg1m: loadavg()[0] };
+  const base = { impl: job.impl, t: job.t, window: job.window, tiles: job.tiles, threads: rt.threads, relaxed: rt.relaxed, loadAvg1m: loadavg()[0] };
   const mask = job.window > 0 ? slidingWindowMask(job.window) : causalMask();
-  const blockMask = createBlockMask(mask, job.t, job.t, job.block);
+  const blockMask = createBlockMask(mask, job.t, job.t, job.tiles);
   const usefulPairs = countAllowedPairs(blockMask) * HQ;
   const q = Tensor.randn([HQ, job.t, D], 1, { tag: 'bench.inputs' });
   const k = Tensor.randn([HKV, job.t, D], 2, { tag: 'bench.inputs' });
@@ -128,7 +142,7 @@ async function childMain(arg: string): Promise<void> {
     const e = err as Error;
     const reason = e instanceof EagerBudgetError ? `refused by budget: ${e.message}`
       : /allocation failed|out of memory|Invalid typed array length/i.test(e.message) ? `out of memory: ${e.message}` : `error: ${e.message}`;
-    res = { ok: false, impl: job.impl, t: job.t, window: job.window, block: job.block, reason };
+    res = { ok: false, impl: job.impl, t: job.t, window: job.window, tiles: job.tiles, reason };
   }
   console.log(JSON.stringify(res));
   await shutdownRuntime();
@@ -176,7 +190,7 @@ function runJob(job: ChildJob): ChildResult {
   if (parsed) return parsed;
   const why = r.signal === 'SIGKILL' ? 'killed by SIGKILL (the kernel OOM killer)' : r.signal ? `killed by ${r.signal}` : `exit ${r.status}`;
   const tail = r.stderr.trim().split('\n').slice(-2).join(' ').slice(0, 300);
-  return { ok: false, impl: job.impl, t: job.t, window: job.window, block: job.block, reason: /heap out of memory|allocation failed/i.test(r.stderr) ? `out of memory (${why}): ${tail}` : `${why}: ${tail}` };
+  return { ok: false, impl: job.impl, t: job.t, window: job.window, tiles: job.tiles, reason: /heap out of memory|allocation failed/i.test(r.stderr) ? `out of memory (${why}): ${tail}` : `${why}: ${tail}` };
 }
 
 interface PeerResult { T: number; window: number; fwd_s?: number; fwdbwd_s?: number; useful_gflops_fwdbwd?: number; peak_rss_gb?: number; peer?: string; error?: string }
@@ -210,6 +224,18 @@ function layerName(window: number): string {
   return window ? `window ${window}` : 'full causal';
 }
 
+function tileName(r: ChildResult): string | undefined {
+  return r.tiles ? `${r.tiles.q} × ${r.tiles.kv}` : r.block ? `${r.block} × ${r.block}` : undefined;
+}
+
+/** The flex tile sizes each layer kind ran with, as recorded in the results. */
+function tilesText(results: ChildResult[]): string {
+  return [0, WINDOW].map((window) => {
+    const used = [...new Set(results.filter((r) => r.impl === 'flex' && r.window === window).map(tileName).filter((x) => x !== undefined))];
+    return `${layerName(window)}: ${used.length ? used.join(', ') : tileName({ ok: true, impl: 'flex', t: 0, window, tiles: flexTiles(window) })}`;
+  }).join(' / ');
+}
+
 function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gflops: number; shape: string }[], peers: PeerResult[], peerNote: string | undefined, started: string, finished: boolean): string {
   const L: string[] = [];
   const best = Math.max(...matmul.map((m) => m.gflops));
@@ -218,7 +244,7 @@ function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gfl
   L.push(`Made by \`${cmd}\` · started ${started} · ${cpus()[0]?.model ?? 'cpu'} · ${cpus().length} cores · ${(totalmem() / GIB).toFixed(0)} GiB · Node ${process.versions.node}.`);
   L.push(`Shapes: Hq = ${HQ}, Hkv = ${HKV}, d = ${D}, float32, learned sinks, batch 1; one forward + backward per run` +
     `, best of ${args.quick ? 'up to 3' : '3 (T ≤ 2048) or 1'} runs. Each (layer, T, implementation) is a fresh child process.`);
-  L.push(`Flex: Wasm SIMD blockwise kernels, tiles 128 (full causal) / 32 (window), only listed tiles computed. Eager: every [Hq, T, S] ` +
+  L.push(`Flex: Wasm SIMD blockwise kernels, tiles (queries × keys) ${tilesText(results)}; only listed tiles computed. Eager: every [Hq, T, S] ` +
     `matrix materialised (scores, probs, dP, dS) in JS memory, products by Wasm kernels per head. Eager memory budget: ${args.budgetGiB} GiB ` +
     `(refused when inputs + 3 full fp32 [Hq, T, T] matrices exceed it).`);
   L.push(`Useful FLOPs: forward 4·d per allowed (q, k) pair, backward 2.5× forward (fwd+bwd = 14·d per pair; the peer script's convention).`);
@@ -250,7 +276,8 @@ function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gfl
     for (const r of results.filter((x) => x.window === window && x.ok).sort((a, b) => a.t - b.t || a.impl.localeCompare(b.impl))) {
       const other = results.find((x) => x.window === window && x.t === r.t && x.impl === 'eager' && x.ok);
       const speedup = r.impl === 'flex' && other ? `${(other.fwdBwdMs! / r.fwdBwdMs!).toFixed(1)}×` : '';
-      L.push(`| ${layerName(window)} | ${r.t} | ${r.impl} | ${sec(r.fwdMs)} | ${sec(r.fwdBwdMs)} | ${gflops(r, 'fwd')!.toFixed(1)} | ${gflops(r, 'fwdBwd')!.toFixed(1)} | ${(100 * gflops(r, 'fwdBwd')! / best).toFixed(0)}% | ${speedup} |`);
+      const impl = r.impl === 'flex' && tileName(r) ? `flex, tiles ${tileName(r)}` : r.impl;
+      L.push(`| ${layerName(window)} | ${r.t} | ${impl} | ${sec(r.fwdMs)} | ${sec(r.fwdBwdMs)} | ${gflops(r, 'fwd')!.toFixed(1)} | ${gflops(r, 'fwdBwd')!.toFixed(1)} | ${(100 * gflops(r, 'fwdBwd')! / best).toFixed(0)}% | ${speedup} |`);
     }
     for (const p of peers.filter((x) => x.window === window)) {
       L.push(`| ${layerName(window)} | ${p.T} | peer: ${p.peer ?? 'torch eager'} | ${p.fwd_s ?? '–'} | ${p.fwdbwd_s ?? p.error ?? '–'} | – | ${p.useful_gflops_fwdbwd ?? '–'} | | peak RSS ${p.peak_rss_gb ?? '–'} GB |`);
@@ -308,7 +335,7 @@ async function parentMain(): Promise<void> {
     for (let t = from; t <= to; t *= 2) {
       for (const impl of ['flex', 'eager'] as const) {
         if (impl === 'eager' && eagerFailed.has(window)) continue;
-        const job: ChildJob = { impl, t, window, block: window ? 32 : 128, budgetBytes, reps: t <= 2048 ? 3 : 1, relaxed: args.relaxed };
+        const job: ChildJob = { impl, t, window, tiles: flexTiles(window), budgetBytes, reps: t <= 2048 ? 3 : 1, relaxed: args.relaxed };
         process.stdout.write(`${layerName(window)} T=${t} ${impl} … `);
         const r = runJob(job);
         results.push(r);

@@ -53,6 +53,7 @@ function withDescriptor(rt: WasmRuntime, sh: AttentionShape, options: FlexWasmOp
     new Float32Array(desc.buffer, desc.byteOffset, DESC_SLOTS)[F.SCALE] = sh.scale;
     desc[F.SINKS] = sinksPtr;
     desc[F.SCRATCH] = scratch; desc[F.SCRATCH_PER] = scratchPer;
+    desc[F.COUNTER] = rt.workCounter; // zeroed by `parallel` before each job
     mask.fill(desc);
     fn(desc, descPtr);
   } finally {
