@@ -6,9 +6,10 @@
 //
 // Forward: work items (query head, query tile) claimed dynamically by the threads (desc.COUNTER); each row starts
 // at m = σ_h, l = 1 (m = −∞, l = 0 without sinks), visits its partial tiles (mask applied) then full tiles, and
-// stores O and the sink-inclusive LSE. Backward: threads own whole kv heads, so dK/dV of a kv tile and dQ of the
-// query heads that read it are written by one thread only (no atomics, no reductions). Partial tiles of band masks
-// (diagonal, window edge) run in strips of MR query rows (and MR keys for dK/dV) that compute only the 8-key
+// stores O and the sink-inclusive LSE. Backward: work items (kv head, chunk of kv tiles) claimed dynamically; an
+// item writes dK/dV of its kv tiles and dQ of the query tiles of that head group that read them, and items that
+// run at the same time never share a query tile (see attnBackward), so no atomics or reductions. Partial tiles of
+// band masks (diagonal, window edge) run in strips of MR query rows (and MR keys for dK/dV) that compute only the 8-key
 // column groups (query rows) the band lets them see, so masked work stays small for any tile shape.
 import { claim, expv, exps, fma, hmax, hsum } from './simd';
 
@@ -54,6 +55,7 @@ const F_TFULL_START = 20, F_TFULL_IDX = 21, F_TPART_START = 22, F_TPART_IDX = 23
 const F_MASK_KIND = 25, F_BAND_LO = 26, F_BAND_HI = 27, F_DELTA = 28, F_BITMAP = 29;
 const F_SCRATCH = 30, F_SCRATCH_PER = 31;
 const F_DO = 32, F_DQ = 33, F_DK = 34, F_DV = 35, F_DD = 36, F_DSINKS = 37, F_KT = 38, F_COUNTER = 39;
+const F_BWD_CHUNK = 40, F_BWD_PHASES = 41;
 
 const MASK_BAND = 0;
 
@@ -311,7 +313,8 @@ function forwardTile(desc: usize, h: i32, i0: i32, rows: i32, c: i32, masked: bo
 export function attnTransposeK(tid: i32, nthreads: i32, desc: usize): void {
   const hkv = fi(desc, F_HKV), s = fi(desc, F_S), d = fi(desc, F_D), bk = fi(desc, F_BK), nkt = fi(desc, F_NKT);
   const bkp = pad8(bk);
-  for (let g = tid; g < hkv; g += nthreads) {
+  const counter = fp(desc, F_COUNTER);
+  for (let g = claim(counter, 1, hkv); g < hkv; g = claim(counter, 1, hkv)) {
     for (let c = 0; c < nkt; c++) {
       const j0 = c * bk, nj = min(bk, s - j0);
       transposeTile(fp(desc, F_K) + (<usize>g * <usize>s + <usize>j0) * <usize>d * 4, d, nj, pad8(nj),
@@ -381,7 +384,8 @@ export function attnBackwardPre(tid: i32, nthreads: i32, desc: usize): void {
   const hq = fi(desc, F_HQ), t = fi(desc, F_T), d = fi(desc, F_D);
   const o = fp(desc, F_O), dO = fp(desc, F_DO), dd = fp(desc, F_DD), lse = fp(desc, F_LSE), dq = fp(desc, F_DQ);
   const sinks = fp(desc, F_SINKS), dsinks = fp(desc, F_DSINKS);
-  for (let h = tid; h < hq; h += nthreads) {
+  const counter = fp(desc, F_COUNTER);
+  for (let h = claim(counter, 1, hq); h < hq; h = claim(counter, 1, hq)) {
     const sink: f64 = sinks != 0 ? <f64>load<f32>(sinks + <usize>h * 4) : 0;
     let ds: f64 = 0;
     for (let i = 0; i < t; i++) {
@@ -401,12 +405,14 @@ export function attnBackwardPre(tid: i32, nthreads: i32, desc: usize): void {
 // One (query tile, kv tile) pair of the backward for head h; the kv tile's Kᵀ/Vᵀ are in kt/vt. Band-masked tiles
 // go in strips as in the forward: row strips compute P, dP, dS and dQ on the 8-key column groups they can see
 // (the rest of their P and dS rows is zeroed), key strips accumulate dV and dK over the query rows they can see.
+// The softmax scale c is applied to the raw scores inside the exp and folded into dS (dS = c·P ⊙ (dP − D)), so
+// dQ += dS K and dK += dSᵀ Q need neither a scaled copy of Q nor a final pass over dQ.
 function backwardTile(desc: usize, h: i32, r: i32, j0: i32, nj: i32, masked: bool, bitmap: usize,
-  kt: usize, vt: usize, pm: usize, dsm: usize, dkacc: usize, dvacc: usize, kJ: usize, qs: usize): void {
+  kt: usize, vt: usize, pm: usize, dsm: usize, dkacc: usize, dvacc: usize, kJ: usize): void {
   const d = fi(desc, F_D), t = fi(desc, F_T), bq = fi(desc, F_BQ), bk = fi(desc, F_BK);
   const i0 = r * bq, rows = min(bq, t - i0);
   const njp = pad8(nj);
-  const scale = ff(desc, F_SCALE);
+  const vs = f32x4.splat(ff(desc, F_SCALE));
   const rowBase = <usize>h * <usize>t + <usize>i0;
   const qI = fp(desc, F_Q) + rowBase * <usize>d * 4;
   const dOI = fp(desc, F_DO) + rowBase * <usize>d * 4;
@@ -416,7 +422,6 @@ function backwardTile(desc: usize, h: i32, r: i32, j0: i32, nj: i32, masked: boo
   const dr = <usize>d * 4;
   const band = masked && fi(desc, F_MASK_KIND) == MASK_BAND;
   const step = band ? MR : rows;
-  scaledCopy(qI, qs, rows * d, scale);
   for (let s0 = 0; s0 < rows; s0 += step) {
     const sr = min(step, rows - s0);
     let from = 0, to = njp;
@@ -433,7 +438,7 @@ function backwardTile(desc: usize, h: i32, r: i32, j0: i32, nj: i32, masked: boo
       if (to <= from) continue;
     }
     const fo = <usize>from * 4;
-    mmAcc(qs + <usize>s0 * dr, dr, 4, kt + fo, ld, pm + <usize>s0 * ld + fo, ld, sr, to - from, d, false);
+    mmAcc(qI + <usize>s0 * dr, dr, 4, kt + fo, ld, pm + <usize>s0 * ld + fo, ld, sr, to - from, d, false);
     mmAcc(dOI + <usize>s0 * dr, dr, 4, vt + fo, ld, dsm + <usize>s0 * ld + fo, ld, sr, to - from, d, false);
     for (let ii = s0; ii < s0 + sr; ii++) {
       const prow = pm + <usize>ii * ld, dsrow = dsm + <usize>ii * ld;
@@ -445,15 +450,15 @@ function backwardTile(desc: usize, h: i32, r: i32, j0: i32, nj: i32, masked: boo
       }
       const vL = f32x4.splat(L), vD = f32x4.splat(load<f32>(dd + <usize>ii * 4));
       for (let jj = from; jj < to; jj += 4) {
-        const p = expNeg(f32x4.sub(v128.load(prow + <usize>jj * 4), vL));
+        const p = expNeg(f32x4.sub(f32x4.mul(v128.load(prow + <usize>jj * 4), vs), vL));
         v128.store(prow + <usize>jj * 4, p);
-        v128.store(dsrow + <usize>jj * 4, f32x4.mul(p, f32x4.sub(v128.load(dsrow + <usize>jj * 4), vD)));
+        v128.store(dsrow + <usize>jj * 4, f32x4.mul(f32x4.mul(p, vs), f32x4.sub(v128.load(dsrow + <usize>jj * 4), vD)));
       }
     }
-    // dQ_I += dS K_J (multiplied by c once the head is done)
+    // dQ_I += dS K_J
     mmAcc(dsm + <usize>s0 * ld + fo, ld, 4, kJ + fo * <usize>d, dr, dQI + <usize>s0 * dr, dr, sr, d, min(to, nj) - from, true);
   }
-  // dV_J += Pᵀ dO_I, dK_J += dSᵀ (c·Q_I); key strips of a band tile only over the query rows that can see them
+  // dV_J += Pᵀ dO_I, dK_J += dSᵀ Q_I; key strips of a band tile only over the query rows that can see them
   const kstep = band ? MR : nj;
   for (let k0 = 0; k0 < nj; k0 += kstep) {
     const kn = min(kstep, nj - k0);
@@ -467,12 +472,18 @@ function backwardTile(desc: usize, h: i32, r: i32, j0: i32, nj: i32, masked: boo
     }
     const ko = <usize>k0 * 4;
     mmT(pm + <usize>r0 * ld + ko, ld, dOI + <usize>r0 * dr, dr, dvacc + ko * <usize>d, dr, kn, d, r1 - r0, true);
-    mmT(dsm + <usize>r0 * ld + ko, ld, qs + <usize>r0 * dr, dr, dkacc + ko * <usize>d, dr, kn, d, r1 - r0, true);
+    mmT(dsm + <usize>r0 * ld + ko, ld, qI + <usize>r0 * dr, dr, dkacc + ko * <usize>d, dr, kn, d, r1 - r0, true);
   }
 }
 
-/** Backward main pass (after attnBackwardPre): threads own kv heads. */
-export function attnBackward(tid: i32, nthreads: i32, desc: usize): void {
+/**
+ * Backward main pass (after attnBackwardPre, which zeroes dQ). Work items (kv head g, chunk of desc.BWD_CHUNK kv
+ * tiles) are claimed dynamically; an item writes dK/dV of its kv tiles and accumulates dQ of the query tiles that
+ * read them. With desc.BWD_PHASES = 2 (set when chunks of the same parity never share a query tile, e.g. band
+ * masks) phase p runs chunks p, p + 2, …, so concurrent items write disjoint dQ rows; with 1 phase a chunk is a
+ * whole kv head.
+ */
+export function attnBackward(tid: i32, nthreads: i32, desc: usize, phase: i32): void {
   const hq = fi(desc, F_HQ), hkv = fi(desc, F_HKV), s = fi(desc, F_S), d = fi(desc, F_D);
   const bq = fi(desc, F_BQ), bk = fi(desc, F_BK), nkt = fi(desc, F_NKT);
   const group = hq / hkv;
@@ -484,15 +495,21 @@ export function attnBackward(tid: i32, nthreads: i32, desc: usize): void {
   const dsm = pm + <usize>(bq * bkp) * 4;
   const dkacc = dsm + <usize>(bq * bkp) * 4;
   const dvacc = dkacc + <usize>(bkp * d) * 4;
-  const qs = dvacc + <usize>(bkp * d) * 4;
-  const t = fi(desc, F_T);
-  const scale = ff(desc, F_SCALE);
   const tFullStart = fp(desc, F_TFULL_START), tFullIdx = fp(desc, F_TFULL_IDX);
   const tPartStart = fp(desc, F_TPART_START), tPartIdx = fp(desc, F_TPART_IDX), tPartPos = fp(desc, F_TPART_POS);
   const bitmap = fp(desc, F_BITMAP);
   const tileBytes = <usize>(bq * bk);
-  for (let g = tid; g < hkv; g += nthreads) {
-    for (let c = 0; c < nkt; c++) {
+  const phases = fi(desc, F_BWD_PHASES);
+  const cw = phases == 2 ? fi(desc, F_BWD_CHUNK) : nkt;
+  const nch = (nkt + cw - 1) / cw;
+  const per = phases == 2 ? (nch - phase + 1) / 2 : nch;
+  const items = hkv * per;
+  const counter = fp(desc, F_COUNTER);
+  for (let w = claim(counter, 1, items); w < items; w = claim(counter, 1, items)) {
+    const g = w % hkv, k = w / hkv;
+    const chunk = phases == 2 ? 2 * k + phase : k;
+    const c1 = min(nkt, (chunk + 1) * cw);
+    for (let c = chunk * cw; c < c1; c++) {
       const j0 = c * bk, nj = min(bk, s - j0), njp = pad8(nj);
       const p0 = load<i32>(tPartStart + <usize>c * 4), p1 = load<i32>(tPartStart + <usize>(c + 1) * 4);
       const f0 = load<i32>(tFullStart + <usize>c * 4), f1 = load<i32>(tFullStart + <usize>(c + 1) * 4);
@@ -511,17 +528,15 @@ export function attnBackward(tid: i32, nthreads: i32, desc: usize): void {
       for (let h = g * group; h < (g + 1) * group; h++) {
         for (let x = p0; x < p1; x++) {
           const pos = <usize>load<i32>(tPartPos + <usize>x * 4);
-          backwardTile(desc, h, load<i32>(tPartIdx + <usize>x * 4), j0, nj, true, bitmap + pos * tileBytes, kt, vt, pm, dsm, dkacc, dvacc, kJ, qs);
+          backwardTile(desc, h, load<i32>(tPartIdx + <usize>x * 4), j0, nj, true, bitmap + pos * tileBytes, kt, vt, pm, dsm, dkacc, dvacc, kJ);
         }
         for (let x = f0; x < f1; x++) {
-          backwardTile(desc, h, load<i32>(tFullIdx + <usize>x * 4), j0, nj, false, 0, kt, vt, pm, dsm, dkacc, dvacc, kJ, qs);
+          backwardTile(desc, h, load<i32>(tFullIdx + <usize>x * 4), j0, nj, false, 0, kt, vt, pm, dsm, dkacc, dvacc, kJ);
         }
       }
       memory.copy(dkJ, dkacc, <usize>(nj * d) * 4);
       memory.copy(dvJ, dvacc, <usize>(nj * d) * 4);
     }
-    const dq = fp(desc, F_DQ) + <usize>(g * group) * <usize>t * <usize>d * 4;
-    scaledCopy(dq, dq, group * t * d, scale);
   }
 }
 

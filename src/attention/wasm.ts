@@ -39,7 +39,7 @@ function view(name: string, t: Tensor): HeadTensor<Float32Array> {
 }
 
 /** Runs fn with a descriptor, the uploaded block mask and per-thread scratch; frees them afterwards. */
-function withDescriptor(rt: WasmRuntime, sh: AttentionShape, options: FlexWasmOptions, sinksPtr: number, fn: (desc: Int32Array, descPtr: number) => void): void {
+function withDescriptor(rt: WasmRuntime, sh: AttentionShape, options: FlexWasmOptions, sinksPtr: number, fn: (desc: Int32Array, descPtr: number, backwardPhases: number) => void): void {
   const bm = options.blockMask;
   const mask = uploadBlockMask(rt, bm);
   const per = Number(rt.exports.attnScratchBytes(bm.qBlock, bm.kvBlock, sh.d));
@@ -55,7 +55,7 @@ function withDescriptor(rt: WasmRuntime, sh: AttentionShape, options: FlexWasmOp
     desc[F.SCRATCH] = scratch; desc[F.SCRATCH_PER] = scratchPer;
     desc[F.COUNTER] = rt.workCounter; // zeroed by `parallel` before each job
     mask.fill(desc);
-    fn(desc, descPtr);
+    fn(desc, descPtr, mask.backwardPhases);
   } finally {
     rt.free(descPtr);
     rt.free(scratch);
@@ -97,12 +97,12 @@ export function flexAttention(q: Tensor, k: Tensor, v: Tensor, options: FlexWasm
       const D = Tensor.empty([sh.hq, sh.t], { tag: 'attn.stats' });
       const dsinksT = sinks ? Tensor.empty([sh.hq], { tag: 'attn.stats' }) : null;
       try {
-        withDescriptor(rt, sh, options, sinksPtr, (desc, descPtr) => {
+        withDescriptor(rt, sh, options, sinksPtr, (desc, descPtr, phases) => {
           desc[F.Q] = q.ptr; desc[F.K] = k.ptr; desc[F.V] = v.ptr; desc[F.O] = o.ptr; desc[F.LSE] = lse.ptr;
           desc[F.DO] = dO.ptr; desc[F.DQ] = dq.ptr; desc[F.DK] = dk.ptr; desc[F.DV] = dv.ptr; desc[F.DD] = D.ptr;
           desc[F.DSINKS] = dsinksT ? dsinksT.ptr : 0;
           rt.parallel('attnBackwardPre', [descPtr]);
-          rt.parallel('attnBackward', [descPtr]);
+          for (let phase = 0; phase < phases; phase++) rt.parallel('attnBackward', [descPtr, phase]);
         });
         return { dq, dk, dv, dsinks: dsinksT ? dsinksT.toArray() : null };
       } finally {

@@ -14,8 +14,9 @@ export const F = {
   MASK_KIND: 25, BAND_LO: 26, BAND_HI: 27, DELTA: 28, BITMAP: 29,
   SCRATCH: 30, SCRATCH_PER: 31,
   DO: 32, DQ: 33, DK: 34, DV: 35, DD: 36, DSINKS: 37, KT: 38, COUNTER: 39,
+  BWD_CHUNK: 40, BWD_PHASES: 41,
 } as const;
-export const DESC_SLOTS = 40;
+export const DESC_SLOTS = 42;
 export const MASK_BAND = 0;
 export const MASK_BITMAP = 1;
 
@@ -24,6 +25,8 @@ const BAND_CLAMP = 2 ** 30;
 
 /** A block mask copied into Wasm memory (tag 'attn.blockmask'); free() releases it. */
 export interface UploadedBlockMask {
+  /** Phases of the backward main pass (see backwardChunks). */
+  readonly backwardPhases: 1 | 2;
   /** Writes the mask fields into a descriptor. */
   fill(desc: Int32Array): void;
   free(): void;
@@ -36,6 +39,37 @@ function transposedPositions(bm: BlockMask): Int32Array {
     for (let t = bm.partialStart[r]; t < bm.partialStart[r + 1]; t++) pos[cursor[bm.partialIdx[t]]++] = t;
   }
   return pos;
+}
+
+/**
+ * Work split of the backward (attnBackward): chunks of `chunk` consecutive kv tiles, run in two phases (even
+ * chunks, then odd chunks) when no two chunks of the same parity share a query tile, so that concurrently claimed
+ * chunks accumulate into disjoint dQ rows. The smallest power-of-two chunk with that property is taken (band
+ * masks: about (window + query tile) / kv tile) if that makes at least 3 chunks; otherwise (e.g. causal) one
+ * phase with a whole kv head per item.
+ */
+export function backwardChunks(bm: BlockMask): { chunk: number; phases: 1 | 2 } {
+  const nkt = bm.numKvTiles;
+  const owner = new Int32Array(bm.numQTiles);
+  const claimTile = (r: number, k: number): boolean => {
+    if (owner[r] !== -1 && owner[r] !== k) return false;
+    owner[r] = k;
+    return true;
+  };
+  for (let cw = 1; Math.ceil(nkt / cw) >= 3; cw *= 2) {
+    let ok = true;
+    for (let parity = 0; parity < 2 && ok; parity++) {
+      owner.fill(-1);
+      for (let k = parity; k * cw < nkt && ok; k += 2) {
+        for (let c = k * cw; c < Math.min(nkt, (k + 1) * cw) && ok; c++) {
+          for (let x = bm.tPartialStart[c]; x < bm.tPartialStart[c + 1] && ok; x++) ok = claimTile(bm.tPartialIdx[x], k);
+          for (let x = bm.tFullStart[c]; x < bm.tFullStart[c + 1] && ok; x++) ok = claimTile(bm.tFullIdx[x], k);
+        }
+      }
+    }
+    if (ok) return { chunk: cw, phases: 2 };
+  }
+  return { chunk: nkt, phases: 1 };
 }
 
 function tileBitmaps(bm: BlockMask): Uint8Array {
@@ -69,6 +103,7 @@ export function uploadBlockMask(rt: WasmRuntime, bm: BlockMask): UploadedBlockMa
     tPartPos: putI32(transposedPositions(bm)),
   };
   const band = bm.mask.band;
+  const bwd = backwardChunks(bm);
   let bitmap = 0;
   if (!band) {
     const bits = tileBitmaps(bm);
@@ -77,6 +112,7 @@ export function uploadBlockMask(rt: WasmRuntime, bm: BlockMask): UploadedBlockMa
     rt.u8(bitmap, bits.length).set(bits);
   }
   return {
+    backwardPhases: bwd.phases,
     fill(desc) {
       desc[F.BQ] = bm.qBlock; desc[F.BK] = bm.kvBlock; desc[F.NQT] = bm.numQTiles; desc[F.NKT] = bm.numKvTiles;
       desc[F.FULL_START] = lists.fullStart; desc[F.FULL_IDX] = lists.fullIdx;
@@ -88,6 +124,7 @@ export function uploadBlockMask(rt: WasmRuntime, bm: BlockMask): UploadedBlockMa
       desc[F.BAND_HI] = band ? Math.max(-BAND_CLAMP, Math.min(BAND_CLAMP, band.hi)) : 0;
       desc[F.DELTA] = bm.qOffset - bm.kvOffset;
       desc[F.BITMAP] = bitmap;
+      desc[F.BWD_CHUNK] = bwd.chunk; desc[F.BWD_PHASES] = bwd.phases;
     },
     free() {
       for (const p of ptrs.splice(0)) rt.free(p);

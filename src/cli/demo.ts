@@ -4,13 +4,12 @@
  *   synthetic retail task sets (train / validation over different world seeds) → expert trajectories with the
  *   scripted user → a tiny BPE tokenizer → SFT of a tiny gpt-oss model → a few GRPO steps with the scripted user →
  *   held-out validation (mean@1 reward, success) after SFT (before GRPO) and after GRPO, printed as a table.
+ * It prints what happened; nothing here expects the reward to rise in a few minutes.
  *
- * Five minutes on two cores is far too little for a model trained from scratch to generalise to held-out retail
- * tasks (the full run, presets/retail-tiny.yaml, takes about 1.5 hours), so the demo measures what fits: a tiny-1m
- * model learns 8 training tasks from their expert trajectories (SFT), then GRPO improves its success on those same
- * tasks, replayed with fresh scripted-user phrasings and seeds (validation = the training tasks, valN 4). Everything
- * else is the real pipeline: difficulty-1 tasks of five short families, small worlds, the compact policy and
- * compact tool schemas (src/rl/prepare.ts). `--quick` shrinks every stage for a CI smoke test (< 60 s).
+ * Defaults (the embedded run file below): the easiest slice of the task distribution — difficulty 1, small worlds —
+ * the compact policy text and compact tool schemas (src/rl/prepare.ts; a ~0.9k-token prompt), tiny-1m with 8192
+ * positions. A from-scratch model does not learn to copy ids from its context in minutes (docs/results/retail-tiny/),
+ * so the held-out reward stays at the floor of tasks that need no write; the demo shows the pipeline and its numbers. `--quick` shrinks every stage for a CI smoke test (< 60 s).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,40 +32,33 @@ export function demoRunFile(o: DemoOptions): Record<string, unknown> {
     prepare: {
       dir: d('data'),
       seed: o.seed,
-      tasks: {
-        train: q ? 4 : 8, validation: q ? 2 : 4, difficulty: 1, families: DEMO_FAMILIES, policy: 'compact', users: q ? 20 : 30, orders: q ? 40 : 60,
-      },
+      tasks: { train: q ? 8 : 32, validation: q ? 4 : 16, difficulty: 1, policy: 'compact', users: q ? 20 : 30, orders: q ? 40 : 60 },
       expert: { trials: 1, seed: o.seed },
-      tokenizer: { vocabSize: 1024, format: 'harmony' },
+      tokenizer: { vocabSize: q ? 1024 : 2048, format: 'harmony' },
     },
-    // Validation replays the training tasks (new user phrasings: every episode has its own seed); see the header.
-    taskOptions: { dataDir: d('data/train'), valDir: d('data/train'), maxSteps: 200, tools: 'compact' },
+    taskOptions: { dataDir: d('data/train'), valDir: d('data/validation'), maxSteps: 200, tools: 'compact' },
     policy: {
-      type: 'gpt-oss', preset: 'tiny-1m', modelConfig: { max_position_embeddings: 4096 }, tokenizer: d('data/tokenizer.json'), format: 'harmony',
-      lr: 5e-4, seed: o.seed,
+      type: 'gpt-oss', preset: 'tiny-1m', modelConfig: { max_position_embeddings: 8192 }, tokenizer: d('data/tokenizer.json'), format: 'harmony',
+      lr: 1e-4, seed: o.seed,
     },
-    engine: { type: 'in-process', batching: 'step', maxBatchSize: 32 },
+    engine: { type: 'in-process', batching: 'step', maxBatchSize: 16 },
     sft: {
       data: d('data/expert.jsonl'),
       outDir: d('sft'),
-      config: { seed: o.seed, seqLen: 4096, microBatchTokens: 4096, rowsPerStep: 2, steps: q ? 3 : 60, lr: 3e-3, warmupSteps: q ? 0 : 5, checkpointEvery: 0 },
+      config: { seed: o.seed, seqLen: 7168, microBatchTokens: 7168, rowsPerStep: 2, steps: q ? 3 : 80, lr: 3e-3, warmupSteps: q ? 0 : 5, checkpointEvery: 0 },
     },
     grpo: {
-      data: { trainBatchSize: q ? 2 : 4 },
-      rollout: { n: q ? 2 : 8, temperature: 1, maxTurns: q ? 3 : 12, maxResponseTokens: q ? 512 : 3072, maxTokensPerTurn: q ? 32 : 160, concurrency: 32 },
+      data: { trainBatchSize: 2 },
+      rollout: { n: q ? 2 : 4, temperature: 1, maxTurns: q ? 3 : 8, maxResponseTokens: q ? 512 : 2048, maxTokensPerTurn: q ? 32 : 96, concurrency: 16 },
       actor: { ppoMaxTokenLenPerMicro: 16384, clipRatioLow: 0.2, clipRatioHigh: 0.28, useKlLoss: true, klLossCoef: 0.001, klLossType: 'low_var_kl' },
       algorithm: { advEstimator: 'grpo', rolloutCorrection: { bypassMode: true } },
       trainer: {
-        totalSteps: q ? 1 : 8, seed: o.seed, testFreq: q ? 1 : 4, valN: DEMO_VAL_N(q), valTemperature: 1, saveFreq: q ? 1 : 4,
+        totalSteps: q ? 1 : 4, seed: o.seed, testFreq: q ? 1 : 4, valN: 1, valTemperature: 1, saveFreq: q ? 1 : 4,
         checkpointDir: d('grpo'), metricsFile: d('grpo/metrics.jsonl'), resume: false,
       },
     },
   };
 }
-
-/** Short single-request families (the demo's episodes are 1.5k–2.5k tokens). */
-const DEMO_FAMILIES = ['cancel', 'modify_address', 'modify_user_address', 'modify_payment', 'info'];
-const DEMO_VAL_N = (quick: boolean) => (quick ? 1 : 4);
 
 export interface DemoValidation {
   step: number;
@@ -99,7 +91,7 @@ const f3 = (x: number) => x.toFixed(3);
 /** The result table, from the summary (which is read back from the metrics files). */
 export function formatDemoTable(s: DemoSummary): string[] {
   const rows = [
-    ['', 'GRPO step', 'episodes', 'mean@1 reward', 'success'],
+    ['', 'GRPO step', 'val episodes', 'val mean@1 reward', 'val success'],
     ['after SFT (before GRPO)', String(s.before.step), String(s.before.episodes), f3(s.before.reward), f3(s.before.success)],
     ['after GRPO', String(s.after.step), String(s.after.episodes), f3(s.after.reward), f3(s.after.success)],
   ];
@@ -126,9 +118,8 @@ export async function runDemo(o: DemoOptions, print: (line: string) => void = co
   const vals = metrics.filter((m) => m.kind === 'val');
   const train = metrics.filter((m) => m.kind === 'train');
   if (vals.length < 2) throw new Error(`demo: expected validations before and after GRPO in ${join(o.out, 'grpo', 'metrics.jsonl')}, found ${vals.length}`);
-  const data = JSON.parse(readFileSync(join(o.out, 'data', 'prepare.json'), 'utf8')) as { tasks: { train: number } };
-  const episodes = data.tasks.train * DEMO_VAL_N(o.quick);
-  const valOf = (m: Json): DemoValidation => ({ step: m.step as number, reward: m['val/reward_mean'] as number, success: m['val/success'] as number, episodes });
+  const data = JSON.parse(readFileSync(join(o.out, 'data', 'prepare.json'), 'utf8')) as { tasks: { validation: number } };
+  const valOf = (m: Json): DemoValidation => ({ step: m.step as number, reward: m['val/reward_mean'] as number, success: m['val/success'] as number, episodes: data.tasks.validation });
   const summary: DemoSummary = {
     seed: o.seed,
     quick: o.quick,
@@ -145,9 +136,8 @@ export async function runDemo(o: DemoOptions, print: (line: string) => void = co
   print(`GRPO groups with equal rewards (zero advantage, no policy gradient) per step: ${summary.grpo.map((g) => `${g.step}: ${(100 * g.zeroAdvGroups).toFixed(0)}%`).join(', ')}`);
   for (const l of formatDemoTable(summary)) print(l);
   const delta = summary.after.reward - summary.before.reward;
-  print(`change in mean@1 reward on the training tasks over ${summary.after.step - summary.before.step} GRPO steps: ${delta >= 0 ? '+' : ''}${f3(delta)} ` +
-    `(${summary.before.episodes} episodes each, fresh user phrasings and seeds; measured, not promised)`);
-  print('held-out tasks need the full run: longrun train --config presets/retail-tiny.yaml (results in docs/results/retail-tiny/)');
+  print(`change in held-out mean@1 reward over ${summary.after.step - summary.before.step} GRPO steps: ${delta >= 0 ? '+' : ''}${f3(delta)} ` +
+    `(${summary.before.episodes} validation episodes each; a few steps of a tiny model — measured, not promised)`);
   print(`files: ${join(o.out, 'grpo', 'metrics.jsonl')} (GRPO metrics), ${join(o.out, 'sft', 'metrics.jsonl')} (SFT metrics), ` +
     `${join(o.out, 'grpo')}/step_*/ (checkpoints), ${join(o.out, 'summary.json')}`);
   print(`demo done in ${summary.wallSeconds.toFixed(1)} s`);

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { readJsonl, renderPanels, runPanels, type Series } from '../rl/report.ts';
 
 export interface PlotOptions {
-  sft?: string;
+  sft?: string[];
   grpo?: string;
   episodes?: string;
   compare?: string[];
@@ -34,9 +34,12 @@ function compareSeries(spec: string): Series {
 export async function plotCommand(o: PlotOptions): Promise<string> {
   const window = o.window !== undefined ? Number(o.window) : undefined;
   if (window !== undefined && !(Number.isInteger(window) && window > 0)) throw new Error(`--window must be a positive integer, got ${o.window}`);
-  if (!o.sft && !o.grpo && !o.episodes) throw new Error('nothing to plot: give --sft, --grpo and/or --episodes');
+  if (!o.sft?.length && !o.grpo && !o.episodes) throw new Error('nothing to plot: give --sft, --grpo and/or --episodes');
   const panels = runPanels({
-    sftMetrics: o.sft ? readJsonl(o.sft) : undefined,
+    sftRuns: (o.sft ?? []).map((spec) => {
+      const eq = spec.indexOf('=');
+      return eq > 0 ? { name: spec.slice(0, eq), rows: readJsonl(spec.slice(eq + 1)) } : { name: 'train loss', rows: readJsonl(spec) };
+    }),
     grpoMetrics: o.grpo ? readJsonl(o.grpo) : undefined,
     episodes: o.episodes ? readJsonl(o.episodes) : undefined,
     compare: (o.compare ?? []).map(compareSeries),
@@ -68,7 +71,7 @@ export function register(program: Command): void {
   program
     .command('plot')
     .description('plot a run: SFT loss, held-out reward, training reward, episode lengths (SVG or PNG)')
-    .option('--sft <file>', 'SFT metrics.jsonl')
+    .option('--sft <file...>', 'SFT metrics.jsonl, or NAME=FILE for several runs in one panel')
     .option('--grpo <file>', 'GRPO metrics.jsonl (training steps and validations)')
     .option('--episodes <file>', 'GRPO episodes.jsonl (token-length histogram)')
     .option('--compare <name=file...>', 'extra held-out curves: NAME=metrics.jsonl')

@@ -144,6 +144,8 @@ export function histogram(values: readonly number[], binWidth: number): [number,
 
 export interface RunReportInput {
   sftMetrics?: Record<string, unknown>[];
+  /** Further SFT runs drawn in the same panel (e.g. attempts with different data). */
+  sftRuns?: { name: string; rows: Record<string, unknown>[] }[];
   grpoMetrics?: Record<string, unknown>[];
   episodes?: Record<string, unknown>[];
   /** Extra held-out curves by step (e.g. continued SFT for the same time). */
@@ -156,12 +158,14 @@ const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : u
 /** The standard run figure's panels from the trainers' JSONL files. */
 export function runPanels(input: RunReportInput): Panel[] {
   const panels: Panel[] = [];
-  const sft = lastBy((input.sftMetrics ?? []).filter((r) => r.type === 'train'), (r) => String(r.step));
-  if (sft.length) {
-    panels.push({ title: 'SFT on expert trajectories', xLabel: 'SFT step', yLabel: 'loss (assistant tokens)', series: [
-      { name: 'train loss', points: sft.map((r) => [num(r.step)!, num(r.loss)!] as [number, number]).filter((p) => p[1] !== undefined) },
-    ] });
-  }
+  const sftCurve = (rows: Record<string, unknown>[]) => lastBy(rows.filter((r) => r.type === 'train'), (r) => String(r.step))
+    .map((r) => [num(r.step), num(r.loss)] as const).filter((p): p is readonly [number, number] => p[0] !== undefined && p[1] !== undefined)
+    .map((p) => [p[0], p[1]] as [number, number]);
+  const sftSeries: Series[] = [
+    ...(input.sftMetrics ? [{ name: 'train loss', points: sftCurve(input.sftMetrics) }] : []),
+    ...(input.sftRuns ?? []).map((r) => ({ name: r.name, points: sftCurve(r.rows) })),
+  ].filter((x) => x.points.length > 0);
+  if (sftSeries.length) panels.push({ title: 'SFT on expert trajectories', xLabel: 'SFT step', yLabel: 'loss (assistant tokens)', series: sftSeries });
   const grpo = input.grpoMetrics ?? [];
   const val = lastBy(grpo.filter((r) => r.kind === 'val'), (r) => String(r.step)).sort((a, b) => num(a.step)! - num(b.step)!);
   const train = lastBy(grpo.filter((r) => r.kind !== 'val' && num(r['reward/mean']) !== undefined), (r) => String(r.step)).sort((a, b) => num(a.step)! - num(b.step)!);

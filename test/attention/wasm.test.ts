@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { wasmAttention, wasmForward } from '../../src/attention/wasmArrays.ts';
 import { decodeAttention } from '../../src/attention/decode.ts';
 import { flexAttention } from '../../src/attention/wasm.ts';
+import { backwardChunks } from '../../src/attention/wasmLayout.ts';
 import { blockwiseAttention } from '../../src/attention/blockwise.ts';
 import { eagerAttention } from '../../src/attention/eager.ts';
 import { createBlockMask } from '../../src/attention/blockMask.ts';
@@ -170,4 +171,36 @@ test('Wasm decode: single-token steps against a growing cache equal the matching
       assert.ok(relErr(one.o.data, rows(full.o, step, step + 1).data, 1) < 1e-6, `${mask.name} step ${step}`);
     }
   }
+});
+
+test('Wasm backward work split: band masks run chunks of kv tiles in two phases, causal one phase per kv head', () => {
+  for (const [window, block, t] of [[128, { q: 64, kv: 128 }, 1024], [5, { q: 16, kv: 8 }, 301], [40, 32, 301], [1, { q: 13, kv: 24 }, 150]] as const) {
+    const bm = createBlockMask(slidingWindowMask(window), t, t, block);
+    const { chunk, phases } = backwardChunks(bm);
+    assert.equal(phases, 2, `window ${window}`);
+    // chunks of the same parity never share a query tile
+    for (let parity = 0; parity < 2; parity++) {
+      const owner = new Map<number, number>();
+      for (let c = 0; c < bm.numKvTiles; c++) {
+        const k = Math.floor(c / chunk);
+        if (k % 2 !== parity) continue;
+        const rows = [...bm.tPartialIdx.subarray(bm.tPartialStart[c], bm.tPartialStart[c + 1]), ...bm.tFullIdx.subarray(bm.tFullStart[c], bm.tFullStart[c + 1])];
+        for (const r of rows) { assert.ok(!owner.has(r) || owner.get(r) === k, `window ${window} r ${r}`); owner.set(r, k); }
+      }
+    }
+  }
+  assert.equal(backwardChunks(createBlockMask(causalMask(), 512, 512, 64)).phases, 1);
+  assert.equal(backwardChunks(createBlockMask(slidingWindowMask(128), 100, 100, 128)).phases, 1); // a single kv tile
+});
+
+test('Wasm two-phase backward (band chunks claimed by several threads): several kv heads, uneven T, windows, offsets', () => {
+  // Many kv tiles per head (small tiles) so that concurrently claimed chunks of different heads and kv tiles meet.
+  const blocks = [{ q: 16, kv: 8 }, { q: 32, kv: 24 }, { q: 64, kv: 128 }, { q: 8, kv: 40 }];
+  blocks.forEach((block, i) => {
+    for (const window of [1, 5, 40, 128]) {
+      const c = { hkv: 3, group: 2, t: 301, d: 16, window, block, prefix: [0, 7, 150][(i + window) % 3], sinks: (i + window) % 2 === 0, seed: 80 + i };
+      const e = compareWithOracle(wasmAttention, c, true);
+      assert.ok(Math.max(e.o, e.lse) < 1e-5 && worst(e) < 1e-4, JSON.stringify({ c, e }));
+    }
+  });
 });
