@@ -258,7 +258,7 @@ function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gfl
   if (!finished) L.push('**Partial: the sweep was still running (or was cut short) when this was written.**', '');
   L.push(`Made by \`${cmd}\` · started ${started} · ${cpus()[0]?.model ?? 'cpu'} · ${cpus().length} cores · ${(totalmem() / GIB).toFixed(0)} GiB · Node ${process.versions.node}.`);
   L.push(`Shapes: Hq = ${HQ}, Hkv = ${HKV}, d = ${D}, float32, learned sinks, batch 1; one forward + backward per run` +
-    ` after two untimed warm-up passes at T ≤ 1024 (Wasm tier-up), best of ${args.quick ? 'up to 3' : '3 (T ≤ 2048) or 1'} runs. Each (layer, T, implementation) is a fresh child process.`);
+    ` after two untimed warm-up passes at T ≤ 1024 (Wasm tier-up), best of ${args.quick ? 'up to 3' : '3 (T ≤ 2048, and every flex run on the window layer) or 1'} runs. Each (layer, T, implementation) is a fresh child process.`);
   L.push(`Flex: Wasm SIMD blockwise kernels, tiles (queries × keys) ${tilesText(results)}; only listed tiles computed. Eager: every [Hq, T, S] ` +
     `matrix materialised (scores, probs, dP, dS) in JS memory, products by Wasm kernels per head. Eager memory budget: ${args.budgetGiB} GiB ` +
     `(refused when inputs + 3 full fp32 [Hq, T, T] matrices exceed it).`);
@@ -350,7 +350,7 @@ async function parentMain(): Promise<void> {
     for (let t = from; t <= to; t *= 2) {
       for (const impl of ['flex', 'eager'] as const) {
         if (impl === 'eager' && eagerFailed.has(window)) continue;
-        const job: ChildJob = { impl, t, window, tiles: flexTiles(window), budgetBytes, reps: t <= 2048 ? 3 : 1, relaxed: args.relaxed };
+        const job: ChildJob = { impl, t, window, tiles: flexTiles(window), budgetBytes, reps: t <= 2048 || (impl === 'flex' && window > 0) ? 3 : 1, relaxed: args.relaxed };
         process.stdout.write(`${layerName(window)} T=${t} ${impl} … `);
         const r = runJob(job);
         results.push(r);
