@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clipGradNorm } from '../src/engine/index.ts';
+import { clipGradNorm, globalNorm } from '../src/engine/index.ts';
 import { createChatFormat, loadTokenizer } from '../src/llm/index.ts';
 import { presetConfig } from '../src/model/config.ts';
 import { GptOssModel } from '../src/model/model.ts';
@@ -47,7 +47,6 @@ try {
   const opt = flexModel.optimizer({ lr: 2e-3, weightDecay: 0.01 });
   const flexGrads = [...flexModel.gradients().values()];
   const eagerParams = eagerModel.parameters();
-  const norm = (m: GptOssModel) => Math.sqrt([...m.gradients().values()].reduce((a, g) => a + g.toArray().reduce((s, x) => s + x * x, 0), 0));
   const curve: { step: number; tokens: number; flexLoss: number; eagerLoss: number; flexGradNorm: number; eagerGradNorm: number; flexPeakBytes: number; eagerPeakBytes: number; flexSeconds: number; eagerSeconds: number }[] = [];
   for (let s = 0; s < STEPS; s++) {
     const doc = docs[order[s % order.length]];
@@ -61,7 +60,7 @@ try {
       model.zeroGrad();
       const r = model.forward({ tokens, targets, lossMask, batch: 1 });
       model.backward();
-      return { loss: r.loss, peak: model.lastMemory?.peakBytes ?? 0, seconds: (performance.now() - t0) / 1000, gradNorm: norm(model) };
+      return { loss: r.loss, peak: model.lastMemory?.peakBytes ?? 0, seconds: (performance.now() - t0) / 1000, gradNorm: globalNorm([...model.gradients().values()]) };
     };
     for (const [name, p] of flexModel.parameters()) eagerParams.get(name)!.data().set(p.data());
     const f = pass(flexModel);

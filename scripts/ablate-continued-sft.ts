@@ -16,9 +16,9 @@ import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { GrpoTrainer } from '../src/rl/trainer.ts';
-import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
+import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/rl/trainSetup.ts';
 import { runSft } from '../src/rl/sft.ts';
-import { buildSftDocuments, readTrajectoriesJsonl } from '../src/rl/sftData.ts';
+import { sftDocuments } from '../src/cli/train.ts';
 
 const { values: a } = parseArgs({
   options: { config: { type: 'string' }, from: { type: 'string' }, seconds: { type: 'string' }, 'as-step': { type: 'string' }, out: { type: 'string' }, 'skip-baseline': { type: 'boolean' } },
@@ -26,17 +26,16 @@ const { values: a } = parseArgs({
 if (!a.config || !a.from || !a.seconds || !a.out) throw new Error('usage: --config RUN.yaml --from SFT_CHECKPOINT --seconds N --out DIR [--as-step S] [--skip-baseline]');
 const seconds = Number(a.seconds);
 if (!(seconds > 0)) throw new Error(`--seconds must be positive, got ${a.seconds}`);
+const asStepArg = a['as-step'] !== undefined ? Number(a['as-step']) : undefined;
+if (asStepArg !== undefined && !(Number.isInteger(asStepArg) && asStepArg >= 0)) throw new Error(`--as-step must be a non-negative integer, got ${a['as-step']}`);
 if (!existsSync(join(a.from, 'trainer.json'))) throw new Error(`${a.from} is not an SFT checkpoint (no trainer.json)`);
 const out = a.out;
 mkdirSync(out, { recursive: true });
 
-const raw = parseYaml(readFileSync(a.config, 'utf8')) as Record<string, unknown>;
-const policy: Record<string, unknown> = { ...(raw.policy as Record<string, unknown>), checkpoint: a.from };
-delete policy.preset;
-delete policy.modelConfig;
-const grpo = raw.grpo as Record<string, Record<string, unknown>>;
+const raw = runFileFromCheckpoint(parseYaml(readFileSync(a.config, 'utf8')), a.from, { keepSft: true });
+const grpo = (raw.grpo ?? {}) as Record<string, Record<string, unknown> | undefined>;
 raw.grpo = { ...grpo, trainer: { ...grpo.trainer, totalSteps: 1, checkpointDir: undefined, metricsFile: undefined, episodesFile: join(out, 'episodes.jsonl') } };
-const { run, trainer: config } = parseRunFile({ ...raw, policy, prepare: undefined });
+const { run, trainer: config } = parseRunFile(raw);
 if (!run.sft) throw new Error('the config has no sft section');
 const built = await buildRun(run);
 const validator = new GrpoTrainer({ ...built.deps, config });
@@ -53,9 +52,7 @@ const before = a['skip-baseline'] ? undefined : await validate('before (the SFT 
 const ckptRoot = join(out, 'checkpoints');
 mkdirSync(ckptRoot, { recursive: true });
 cpSync(a.from, join(ckptRoot, basename(a.from)), { recursive: true });
-const records = readTrajectoriesJsonl(run.sft.data);
-const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
-const { docs } = buildSftDocuments(records, built.deps.format, { maxSeqLen: seqLen, ...built.conversation });
+const { docs } = await sftDocuments(run, built);
 const controller = new AbortController();
 const timer = setTimeout(() => controller.abort(), seconds * 1000);
 const t0 = performance.now();
@@ -67,7 +64,7 @@ clearTimeout(timer);
 const sftSeconds = (performance.now() - t0) / 1000;
 console.log(`continued SFT: ${result.history.length} steps (to step ${result.steps}) in ${sftSeconds.toFixed(0)} s, final loss ${result.finalLoss?.toFixed(4)}`);
 const after = await validate('after continued SFT');
-const asStep = a['as-step'] !== undefined ? Number(a['as-step']) : result.history.length;
+const asStep = asStepArg ?? result.history.length;
 const lines = [...(before ? [{ step: 0, reward: before['val/reward_mean'] }] : []), { step: asStep, reward: after['val/reward_mean'] }];
 writeFileSync(join(out, 'compare.jsonl'), lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
 writeFileSync(join(out, 'validation.json'), JSON.stringify({ from: a.from, seconds, sftSeconds, sftSteps: result.history.length, finalStep: result.steps, before, after }, null, 2) + '\n');

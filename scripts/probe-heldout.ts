@@ -10,26 +10,25 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { AgentLoop } from '../src/rollout/agentLoop.ts';
 import { sampleGroups } from '../src/rollout/groups.ts';
-import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
+import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/rl/trainSetup.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, tasks: { type: 'string', default: '32' }, temperature: { type: 'string', default: '1' }, seed: { type: 'string', default: '7' } } });
 if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--tasks N] [--temperature T] [--seed S]');
-const raw = parse(readFileSync(a.config, 'utf8')) as Record<string, Record<string, unknown>>;
-delete raw.prepare;
-delete raw.sft;
-raw.policy = { ...raw.policy, checkpoint: a.checkpoint };
-delete raw.policy.preset;
-delete raw.policy.modelConfig;
+const tasksN = Number(a.tasks), temperature = Number(a.temperature), seed = Number(a.seed);
+if (!(Number.isInteger(tasksN) && tasksN > 0)) throw new Error(`--tasks must be a positive integer, got ${a.tasks}`);
+if (!(temperature >= 0)) throw new Error(`--temperature must be a number ≥ 0, got ${a.temperature}`);
+if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer, got ${a.seed}`);
+const raw = runFileFromCheckpoint(parse(readFileSync(a.config, 'utf8')), a.checkpoint);
 const { run, trainer } = parseRunFile(raw);
 const built = await buildRun(run);
 if (!built.deps.valTasks || !built.deps.makeValEnv) throw new Error('the config has no validation tasks (taskOptions.valDir)');
 const r = trainer.rollout;
 const loop = new AgentLoop({
-  format: built.deps.format, engine: built.deps.engine, sampling: { temperature: Number(a.temperature) },
+  format: built.deps.format, engine: built.deps.engine, sampling: { temperature },
   maxTurns: r.maxTurns, maxResponseTokens: r.maxResponseTokens, maxTokensPerTurn: r.maxTokensPerTurn, ...built.deps.loop,
 });
-const tasks = built.deps.valTasks.slice(0, Number(a.tasks));
-const groups = await sampleGroups({ loop, makeEnv: built.deps.makeValEnv, groups: tasks.map((taskId, i) => ({ taskId, uid: String(i) })), n: 1, concurrency: 16, seed: Number(a.seed) });
+const tasks = built.deps.valTasks.slice(0, tasksN);
+const groups = await sampleGroups({ loop, makeEnv: built.deps.makeValEnv, groups: tasks.map((taskId, i) => ({ taskId, uid: String(i) })), n: 1, concurrency: 16, seed });
 let total = 0;
 for (const g of groups) for (const t of g.trajectories) {
   total += t.reward;

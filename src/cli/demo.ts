@@ -15,6 +15,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
+import { readJsonl } from '../rl/report.ts';
 import { trainCommand } from './train.ts';
 
 export interface DemoOptions {
@@ -81,10 +82,6 @@ export interface DemoSummary {
 }
 
 type Json = Record<string, unknown>;
-
-function readJsonl(path: string): Json[] {
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Json);
-}
 
 const f3 = (x: number) => x.toFixed(3);
 

@@ -31,16 +31,20 @@ function readRunFile(path: string): unknown {
   }
 }
 
+/** The run's SFT documents, rendered with the system prompt and tools the rollouts see (when the task provides them). */
+export async function sftDocuments(run: RunFile, built: BuiltRun) {
+  if (!run.sft) throw new Error('the config has no sft section');
+  const { readTrajectoriesJsonl, buildSftDocuments } = await import('../rl/sftData.ts');
+  const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
+  return { ...buildSftDocuments(readTrajectoriesJsonl(run.sft.data), built.deps.format, { maxSeqLen: seqLen, ...built.conversation }), seqLen };
+}
+
 /** The SFT stage: warm-starts the gpt-oss policy from expert trajectories before GRPO. */
 async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   if (!run.sft) return;
   if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
   const { runSft } = await import('../rl/sft.ts');
-  const { readTrajectoriesJsonl, buildSftDocuments } = await import('../rl/sftData.ts');
-  const records = readTrajectoriesJsonl(run.sft.data);
-  const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
-  // Rendered with the system prompt and tools the rollouts see (when the task provides them).
-  const { docs, stats } = buildSftDocuments(records, built.deps.format, { maxSeqLen: seqLen, ...built.conversation });
+  const { docs, stats, seqLen } = await sftDocuments(run, built);
   print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}`);
   if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
   let every = 0;

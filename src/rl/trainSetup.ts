@@ -96,6 +96,21 @@ export function parseRunFile(raw: unknown): { run: RunFile; trainer: TrainerConf
   return { run: r.data, trainer: parseTrainerConfig(r.data.grpo) };
 }
 
+/**
+ * A raw run file whose gpt-oss policy starts from `checkpoint` (a model folder or SFT checkpoint) instead of a preset,
+ * with the data and SFT stages left out: for tools that evaluate or continue an existing run.
+ */
+export function runFileFromCheckpoint(raw: unknown, checkpoint: string, options: { keepSft?: boolean } = {}): Record<string, unknown> {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('invalid run config: not a mapping');
+  const file = { ...(raw as Record<string, unknown>) };
+  const policy: Record<string, unknown> = { ...(file.policy as Record<string, unknown> | undefined), checkpoint };
+  delete policy.preset;
+  delete policy.modelConfig;
+  delete file.prepare;
+  if (!options.keepSft) delete file.sft;
+  return { ...file, policy };
+}
+
 export interface BuiltRun {
   deps: Omit<TrainerDeps, 'config' | 'log'>;
   /** The gpt-oss model, when the policy is one (for the SFT stage). */

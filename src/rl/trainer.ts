@@ -185,8 +185,8 @@ export class GrpoTrainer {
 
     // 1–4. Generate n trajectories per prompt (reward computed at episode end by the env).
     const { groups, genMetrics } = await time('gen', () => this.generate(bar));
-    this.recordEpisodes('train', this.state.step + 1, flattenGroups(groups).trajectories);
     const { trajectories, uids } = flattenGroups(groups);
+    this.recordEpisodes('train', this.state.step + 1, trajectories);
     const batch = collate(trajectories, { padId: this.deps.padId, uids, temperature: c.rollout.temperature });
     const B = batch.size;
     const R = batch.tensor('responses').shape[1];

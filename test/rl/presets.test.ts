@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { PrepareSchema } from '../../src/rl/prepare.ts';
-import { parseRunFile } from '../../src/rl/trainSetup.ts';
+import { parseRunFile, runFileFromCheckpoint } from '../../src/rl/trainSetup.ts';
 
 describe('presets/*.yaml', () => {
   for (const file of readdirSync('presets').filter((f) => f.endsWith('.yaml'))) {
@@ -22,4 +22,20 @@ describe('presets/*.yaml', () => {
       }
     });
   }
+});
+
+describe('runFileFromCheckpoint', () => {
+  it('points the policy at the checkpoint, drops preset, overrides, data stage and (by default) SFT', () => {
+    const raw = parseYaml(readFileSync(join('presets', 'retail-tiny.yaml'), 'utf8'));
+    const f = runFileFromCheckpoint(raw, 'ckpt/step-1');
+    const { run } = parseRunFile(f);
+    assert.equal(run.policy.checkpoint, 'ckpt/step-1');
+    assert.equal(run.policy.preset, undefined);
+    assert.equal(run.policy.modelConfig, undefined);
+    assert.equal(run.prepare, undefined);
+    assert.equal(run.sft, undefined);
+    assert.ok(parseRunFile(runFileFromCheckpoint(raw, 'c', { keepSft: true })).run.sft);
+    assert.ok((raw as { policy: { preset?: string } }).policy.preset, 'the input is not modified');
+    assert.throws(() => runFileFromCheckpoint('not a mapping', 'c'), /not a mapping/);
+  });
 });
