@@ -36,7 +36,11 @@ export async function sftDocuments(run: RunFile, built: BuiltRun) {
   if (!run.sft) throw new Error('the config has no sft section');
   const { readTrajectoriesJsonl, buildSftDocuments } = await import('../rl/sftData.ts');
   const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
-  return { ...buildSftDocuments(readTrajectoriesJsonl(run.sft.data), built.deps.format, { maxSeqLen: seqLen, ...built.conversation }), seqLen };
+  const expert = buildSftDocuments(readTrajectoriesJsonl(run.sft.data), built.deps.format, { maxSeqLen: seqLen, ...built.conversation });
+  if (!run.sft.copyDrill) return { ...expert, seqLen, drill: 0 };
+  const { copyDrillDocuments } = await import('../rl/copyDrill.ts');
+  const drill = copyDrillDocuments(built.tokenizer, run.sft.copyDrill).filter((d) => d.tokens.length <= seqLen);
+  return { ...expert, docs: [...expert.docs, ...drill], seqLen, drill: drill.length };
 }
 
 /** The SFT stage: warm-starts the gpt-oss policy from expert trajectories before GRPO. */
@@ -44,8 +48,9 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
   if (!run.sft) return;
   if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
   const { runSft } = await import('../rl/sft.ts');
-  const { docs, stats, seqLen } = await sftDocuments(run, built);
-  print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}`);
+  const { docs, stats, seqLen, drill } = await sftDocuments(run, built);
+  print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}` +
+    (drill > 0 ? `; plus ${drill} copy-drill documents (${docs.slice(-drill).reduce((s, d) => s + d.tokens.length, 0)} tokens)` : ''));
   if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
   let every = 0;
   const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, {

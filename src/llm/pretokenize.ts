@@ -7,6 +7,14 @@
 export const DEFAULT_PRETOKENIZE_PATTERN =
   String.raw`'(?:[sdmtSDMT]|ll|LL|ve|VE|re|RE)| ?[\p{L}\p{M}]+| ?\p{N}{1,3}| ?[^\s\p{L}\p{M}\p{N}]+|\s+(?!\S)|\s+`;
 
+/**
+ * The same with every digit its own piece, never joined to a leading space (LLaMA-style digit splitting): an id
+ * such as `#W4615687` then reads as the same seven digit tokens in a user's sentence, a JSON argument and a tool
+ * result, so copying it is copying from a ten-symbol alphabet.
+ */
+export const SINGLE_DIGIT_PRETOKENIZE_PATTERN =
+  String.raw`'(?:[sdmtSDMT]|ll|LL|ve|VE|re|RE)| ?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+|\s+(?!\S)|\s+`;
+
 export function compilePretokenizer(pattern: string): RegExp {
   try {
     return new RegExp(pattern, 'gu');

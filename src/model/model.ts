@@ -39,6 +39,12 @@ export interface ModelOptions {
   attnBlock?: number;
   /** Allocate gradient buffers (default true; false for inference-only models). */
   grads?: boolean;
+  /**
+   * Start lm_head as a copy of the token embedding (the two stay separate parameters, as in gpt-oss). For models
+   * trained from scratch: the unembedding of a token then starts aligned with its embedding, which helps a small
+   * model learn to copy tokens from its context. Default false.
+   */
+  tiedInit?: boolean;
 }
 
 export interface ForwardOptions {
@@ -138,6 +144,7 @@ export class GptOssModel {
       this.params.set(s.name, t);
       if (options.grads ?? true) this.grads.set(s.name, Tensor.zeros(s.shape, { tag: TAG.grads }));
     }
+    if (options.tiedInit) this.params.get('lm_head.weight')!.data().set(this.params.get('model.embed_tokens.weight')!.data());
     for (let i = 0; i < config.num_hidden_layers; i++) this.layers.push(this.buildLayer(i));
   }
 

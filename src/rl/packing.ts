@@ -42,7 +42,11 @@ export interface MicroBatchInput extends ModelInput {
   docIds: Int32Array;
   targets: Int32Array;
   lossMask: Float32Array;
-  /** Σ lossMask: the assistant tokens this micro-batch trains on. */
+  /** 1 where the target is an assistant token (the document's mask), else 0. */
+  assistantMask: Float32Array;
+  /** Σ assistantMask. */
+  assistantWeight: number;
+  /** Σ lossMask: the assistant tokens this micro-batch trains on, plus `contextWeight` × the other targets. */
   weightSum: number;
   /** Non-padding tokens. */
   realTokens: number;
@@ -92,14 +96,21 @@ export function microBatches(rows: readonly PackedRow[], rowIds: readonly number
   return out;
 }
 
-/** The model input of one micro-batch (padding: `padId` tokens, no target, no weight, their own document id). */
-export function microBatchInput(docs: readonly SftDocument[], rows: readonly PackedRow[], mb: MicroBatch, padId = 0): MicroBatchInput {
+/**
+ * The model input of one micro-batch (padding: `padId` tokens, no target, no weight, their own document id).
+ * `contextWeight` (0–1) is the loss weight of targets outside the assistant's tokens (system, user, tool): 0 trains
+ * the policy only; > 0 also models the conversation around it, which gives a from-scratch model many more examples
+ * of ids being repeated from earlier in the context for the same forward/backward cost.
+ */
+export function microBatchInput(docs: readonly SftDocument[], rows: readonly PackedRow[], mb: MicroBatch, padId = 0, contextWeight = 0): MicroBatchInput {
+  if (!(contextWeight >= 0 && contextWeight <= 1)) throw new RangeError(`packing: contextWeight must be in [0, 1], got ${contextWeight}`);
   const B = mb.rows.length, T = mb.seqLen;
   const tokens = new Int32Array(B * T).fill(padId);
   const docIds = new Int32Array(B * T);
   const targets = new Int32Array(B * T).fill(-1);
   const lossMask = new Float32Array(B * T);
-  let weightSum = 0, realTokens = 0;
+  const assistantMask = new Float32Array(B * T);
+  let weightSum = 0, assistantWeight = 0, realTokens = 0;
   mb.rows.forEach((rowId, b) => {
     const row = rows[rowId];
     if (row.length > T) throw new RangeError(`packing: row ${rowId} (${row.length} tokens) does not fit a block of width ${T}`);
@@ -112,8 +123,11 @@ export function microBatchInput(docs: readonly SftDocument[], rows: readonly Pac
         docIds[at + j] = k;
         if (j + 1 < t.length) {
           targets[at + j] = t[j + 1];
-          lossMask[at + j] = m[j + 1];
-          weightSum += m[j + 1];
+          const w = m[j + 1] ? 1 : contextWeight;
+          lossMask[at + j] = w;
+          assistantMask[at + j] = m[j + 1] ? 1 : 0;
+          weightSum += w;
+          assistantWeight += assistantMask[at + j];
         }
       }
       at += t.length;
@@ -121,7 +135,7 @@ export function microBatchInput(docs: readonly SftDocument[], rows: readonly Pac
     });
     for (let j = at; j < (b + 1) * T; j++) docIds[j] = row.docs.length;
   });
-  return { tokens, batch: B, docIds, targets, lossMask, weightSum, realTokens };
+  return { tokens, batch: B, docIds, targets, lossMask, assistantMask, assistantWeight, weightSum, realTokens };
 }
 
 /** Σ of the loss weights a set of documents contributes (mask entries after each document's first token). */

@@ -26,6 +26,7 @@ import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
 import { assertDisjointWorlds, generateTaskSet, readTaskSet, writeTaskSet, type LoadedSynthTaskSet } from '../domains/retail/synth/taskset.ts';
 import { DEFAULT_WORLD_SIZES } from '../domains/retail/synth/world.ts';
 import type { ToolSpec } from '../llm/index.ts';
+import { SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../llm/pretokenize.ts';
 import { DONE_TOOL_SCHEMA } from '../tooluse/env.ts';
 import { agentSystemPrompt } from '../tooluse/openai.ts';
 import { readTrajectoriesJsonl, trainSftTokenizer } from './sftData.ts';
@@ -59,7 +60,12 @@ export const PrepareSchema = z.object({
     policy: z.string().default('tau2'),
   }).strict(),
   expert: z.object({ trials: int(1).default(1), seed: int(0).default(0) }).strict().default({ trials: 1, seed: 0 }),
-  tokenizer: z.object({ vocabSize: int(260), format: z.enum(['harmony', 'hermes']).default('harmony') }).strict(),
+  tokenizer: z.object({
+    vocabSize: int(260),
+    format: z.enum(['harmony', 'hermes']).default('harmony'),
+    /** `groups` (default): runs of up to three digits, GPT-style; `single`: one token per digit. */
+    digits: z.enum(['groups', 'single']).optional(),
+  }).strict(),
   /** Tool schemas in the prompts the tokenizer is trained on (the run's `taskOptions.tools`; set by `longrun train`). */
   tools: z.enum(['full', 'compact']).default('full'),
 }).strict();
@@ -161,7 +167,10 @@ export async function prepareRetailData(raw: unknown, options: { tools?: ToolSch
   log.push(`prepare: ${summary.episodes} expert trajectories (mean reward ${summary.metrics.avgReward.toFixed(3)}, success ${summary.metrics.successRate.toFixed(3)}) → ${paths.trajectories}`);
 
   const records = readTrajectoriesJsonl(paths.trajectories);
-  const tokenizer = trainSftTokenizer(records, { vocabSize: spec.tokenizer.vocabSize, format: spec.tokenizer.format, ...conversationDefaults(train, spec.tools) });
+  const tokenizer = trainSftTokenizer(records, {
+    vocabSize: spec.tokenizer.vocabSize, format: spec.tokenizer.format, ...conversationDefaults(train, spec.tools),
+    ...(spec.tokenizer.digits === 'single' ? { pattern: SINGLE_DIGIT_PRETOKENIZE_PATTERN } : {}),
+  });
   tokenizer.save(paths.tokenizer);
   log.push(`prepare: BPE tokenizer with ${tokenizer.vocabSize} tokens → ${paths.tokenizer}`);
   writeFileSync(marker, specJson);

@@ -55,6 +55,12 @@ export const SftConfigSchema = z
     /** Checkpoint every N steps (0 = only at the end). */
     checkpointEvery: z.number().int().min(0).default(0),
     keepCheckpoints: z.number().int().min(1).default(2),
+    /**
+     * Loss weight of the non-assistant targets (system prompt, user, tool results), 0–1. 0 (default) is plain
+     * policy SFT. > 0 also trains the model on the conversation around its turns at no extra compute; the logged
+     * `loss` stays the assistant tokens' mean NLL, `contextLoss` is the other targets'.
+     */
+    contextLossWeight: z.number().min(0).max(1).default(0),
     /** Token id used for padding (never a target). */
     padId: z.number().int().min(0).default(0),
   })
@@ -83,7 +89,10 @@ export interface SftStepMetrics {
   /** Optimizer steps completed (1-based index of this step). */
   step: number;
   epoch: number;
+  /** Mean NLL of the assistant tokens. */
   loss: number;
+  /** Mean NLL of the other targets, when `contextLossWeight` > 0. */
+  contextLoss?: number;
   lr: number;
   gradNorm: number;
   /** True when the update was skipped for a non-finite gradient norm. */
@@ -339,16 +348,20 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   try {
     while (step < stopAt) {
       const t0 = performance.now();
-      const inputs = plan.microBatches(step).map((mb) => microBatchInput(plan.docs, plan.rows, mb, config.padId));
-      let W = 0, tokens = 0, padded = 0, nll = 0, peakBytes = 0;
-      for (const x of inputs) { W += x.weightSum; tokens += x.realTokens; padded += x.tokens.length; }
+      const inputs = plan.microBatches(step).map((mb) => microBatchInput(plan.docs, plan.rows, mb, config.padId, config.contextLossWeight));
+      let W = 0, A = 0, tokens = 0, padded = 0, nll = 0, contextNll = 0, contextCount = 0, peakBytes = 0;
+      for (const x of inputs) { W += x.weightSum; A += x.assistantWeight; tokens += x.realTokens; padded += x.tokens.length; }
       for (const x of inputs) {
         const r = model.forward(x);
-        nll += r.loss * r.tokenWeight;
+        for (let i = 0; i < x.targets.length; i++) {
+          if (x.targets[i] < 0) continue;
+          if (x.assistantMask[i]) nll -= r.logprobs[i];
+          else if (x.lossMask[i] > 0) { contextNll -= r.logprobs[i]; contextCount++; }
+        }
         model.backward(accumulationGrad(x.lossMask, W));
         peakBytes = Math.max(peakBytes, model.lastMemory?.peakBytes ?? 0);
       }
-      const loss = nll / W;
+      const loss = nll / A;
       const gradNorm = config.gradClip > 0 ? clipGradNorm(grads, config.gradClip) : globalNorm(grads);
       const lr = lrAt(step, schedule);
       const skipped = !Number.isFinite(gradNorm);
@@ -364,7 +377,7 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
       lastLoss = loss;
       const seconds = (performance.now() - t0) / 1000;
       const m: SftStepMetrics = {
-        type: 'train', step, epoch, loss, lr, gradNorm, skipped, tokens, lossTokens: W, paddedTokens: padded, microBatches: inputs.length, tokensSeen,
+        type: 'train', step, epoch, loss, ...(contextCount > 0 ? { contextLoss: contextNll / contextCount } : {}), lr, gradNorm, skipped, tokens, lossTokens: A, paddedTokens: padded, microBatches: inputs.length, tokensSeen,
         tokensPerSec: seconds > 0 ? tokens / seconds : 0, peakBytes,
       };
       history.push(m);

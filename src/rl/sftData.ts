@@ -306,11 +306,16 @@ export interface SftTokenizerOptions extends ConversationDefaults {
   format?: 'harmony' | 'hermes';
   /** Stop merging below this pair count (default 2). */
   minPairCount?: number;
+  /** Pre-tokenization pattern (default: GPT-style, digits in runs of up to three). */
+  pattern?: string;
 }
 
 /** Trains the tiny byte-level BPE on the trajectories (deterministic for the same records and options). */
 export function trainSftTokenizer(records: readonly TrajectoryRecord[], options: SftTokenizerOptions): BpeTokenizer {
   const corpus = tokenizerCorpus(records, options.format ?? 'harmony', options);
   if (corpus.length === 0) throw new Error('sft tokenizer: the trajectories hold no text to train on');
-  return BpeTokenizer.train(corpus, { vocabSize: options.vocabSize, ...(options.minPairCount !== undefined ? { minPairCount: options.minPairCount } : {}) });
+  return BpeTokenizer.train(corpus, {
+    vocabSize: options.vocabSize, ...(options.minPairCount !== undefined ? { minPairCount: options.minPairCount } : {}),
+    ...(options.pattern !== undefined ? { pattern: options.pattern } : {}),
+  });
 }

@@ -63,6 +63,8 @@ export const RunFileSchema = z.object({
     weightDecay: z.number().min(0).default(0.01),
     reference: z.enum(['frozen-copy', 'adapters-off']).default('frozen-copy'),
     seed: z.number().int().min(0).default(0),
+    /** A fresh model (`preset`) starts lm_head as a copy of the embedding (ModelOptions.tiedInit). */
+    tiedInit: z.boolean().default(false),
   }).strict(),
   engine: z.object({
     type: z.enum(['in-process', 'openai']).default('in-process'),
@@ -81,6 +83,12 @@ export const RunFileSchema = z.object({
     data: z.string(),
     outDir: z.string(),
     config: z.record(z.string(), z.unknown()).default({}),
+    /** Synthetic id-copying documents mixed into the SFT data (src/rl/copyDrill.ts). */
+    copyDrill: z.object({
+      documents: z.number().int().min(1),
+      seed: z.number().int().min(0).default(0),
+      ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max').default([4, 12]),
+    }).strict().optional(),
   }).strict().optional(),
   /** The data stage (src/rl/prepare.ts), run by `longrun train` before everything else. */
   prepare: z.unknown().optional(),
@@ -138,12 +146,12 @@ function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: 
   const build = () => {
     if (p.checkpoint) return loadModel(p.checkpoint, { grads: true });
     if (!p.preset) throw new Error('policy.type gpt-oss needs policy.checkpoint or policy.preset');
-    return new GptOssModel(presetConfig(p.preset, { ...(p.modelConfig as Partial<GptOssConfigInput> | undefined), vocab_size: vocabSize }), { seed: p.seed });
+    return new GptOssModel(presetConfig(p.preset, { ...(p.modelConfig as Partial<GptOssConfigInput> | undefined), vocab_size: vocabSize }), { seed: p.seed, tiedInit: p.tiedInit });
   };
   const model = build();
   if (model.config.vocab_size < vocabSize) throw new Error(`the model's vocabulary (${model.config.vocab_size}) is smaller than the tokenizer's (${vocabSize})`);
   const reference = p.reference === 'adapters-off' ? 'adapters-off' as const : (() => {
-    const r = p.checkpoint ? loadModel(p.checkpoint, { grads: false }) : new GptOssModel(model.config, { seed: p.seed, grads: false });
+    const r = p.checkpoint ? loadModel(p.checkpoint, { grads: false }) : new GptOssModel(model.config, { seed: p.seed, grads: false, tiedInit: p.tiedInit });
     return r;
   })();
   return { model, policy: new GptOssPolicy(model, { optimizer: { lr: p.lr ?? 1e-5, weightDecay: p.weightDecay }, reference }) };

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { BpeTokenizer } from '../../src/llm/bpe.ts';
 import { bpeModelToFile } from '../../src/llm/bpeModel.ts';
 import { trainBpeModel } from '../../src/llm/bpeTrain.ts';
-import { compilePretokenizer, DEFAULT_PRETOKENIZE_PATTERN, pretokenize } from '../../src/llm/pretokenize.ts';
+import { compilePretokenizer, DEFAULT_PRETOKENIZE_PATTERN, pretokenize, SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../../src/llm/pretokenize.ts';
 import { DEFAULT_BPE_SPECIALS, HARMONY } from '../../src/llm/specialTokens.ts';
 import { StreamingDecoder, utf8 } from '../../src/llm/tokenizer.ts';
 import { makeCorpus, rng, tinyBpe } from './fixtures.ts';
@@ -244,4 +244,17 @@ describe('BPE files', () => {
     const badRegex = { ...bpeModelToFile(tok.model), pattern: '(' };
     assert.throws(() => BpeTokenizer.load(write('regex.json', JSON.stringify(badRegex))), /invalid pre-tokenization pattern/);
   });
+});
+
+test('single-digit pre-tokenization: every digit is its own piece, in prose, JSON and after a space alike', () => {
+  const regex = compilePretokenizer(SINGLE_DIGIT_PRETOKENIZE_PATTERN);
+  assert.deepEqual(pretokenize('order #W4615687 cancelled', regex), ['order', ' #', 'W', '4', '6', '1', '5', '6', '8', '7', ' cancelled']);
+  assert.deepEqual(pretokenize('{"zip":"10661"} zip 10661', regex), ['{"', 'zip', '":"', '1', '0', '6', '6', '1', '"}', ' zip', ' ', '1', '0', '6', '6', '1']);
+  assert.deepEqual(pretokenize('#W4615687', compilePretokenizer(DEFAULT_PRETOKENIZE_PATTERN)), ['#', 'W', '461', '568', '7']);
+  // A tokenizer trained with it never merges across digits, so the same id reads as the same tokens anywhere.
+  const corpus = Array.from({ length: 50 }, (_, i) => `order #W${4615687 + i} costs 12${i}.50 {"order_id":"#W${4615687 + i}"}`).join('\n');
+  const tok = new BpeTokenizer(trainBpeModel(corpus, { vocabSize: 400, pattern: SINGLE_DIGIT_PRETOKENIZE_PATTERN }));
+  const digitsOf = (s: string) => tok.encode(s).map((id) => tok.decode([id])).filter((p) => /\d/.test(p));
+  assert.deepEqual(digitsOf(' #W4615687'), [...'4615687']);
+  assert.deepEqual(digitsOf('"#W4615687"'), [...'4615687']);
 });

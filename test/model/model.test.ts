@@ -97,3 +97,18 @@ test('full-vocabulary log-softmax rows normalise and contain the target log-prob
   assert.throws(() => model.forward({ tokens: [0, 1, 2], batch: 2 }), /equal rows/);
   model.dispose();
 });
+
+test('tiedInit starts lm_head as a copy of the embedding, as separate parameters; other weights are unchanged', () => {
+  const cfg = testConfig();
+  const plain = new GptOssModel(cfg, { seed: 3 });
+  const tied = new GptOssModel(cfg, { seed: 3, tiedInit: true });
+  const p = plain.parameters(), t = tied.parameters();
+  assert.deepEqual(t.get('lm_head.weight')!.toArray(), t.get('model.embed_tokens.weight')!.toArray());
+  assert.notDeepEqual(p.get('lm_head.weight')!.toArray(), p.get('model.embed_tokens.weight')!.toArray());
+  for (const [name, w] of p) if (name !== 'lm_head.weight') assert.deepEqual(t.get(name)!.toArray(), w.toArray(), name);
+  // Separate parameters: a step on the embedding leaves lm_head where it was.
+  t.get('model.embed_tokens.weight')!.data()[0] += 1;
+  assert.notEqual(t.get('lm_head.weight')!.data()[0], t.get('model.embed_tokens.weight')!.data()[0]);
+  plain.dispose();
+  tied.dispose();
+});

@@ -35,6 +35,11 @@ describe('prepare (the data stage of a retail-synth run)', () => {
         const c = await prepareRetailData({ ...section, dir: other });
         assert.equal(readFileSync(c.trajectories, 'utf8').replaceAll(other, dir), trajectories);
         assert.equal(readFileSync(c.tokenizer, 'utf8'), readFileSync(a.tokenizer, 'utf8'));
+        // digits: single gives a tokenizer that reads every digit as its own token.
+        const d = await prepareRetailData({ ...section, dir: join(other, 'single'), tokenizer: { vocabSize: 300, digits: 'single' } });
+        const single = BpeTokenizer.load(d.tokenizer);
+        assert.deepEqual(single.encode('#W4615687').map((id) => single.decode([id])).filter((p) => /\d/.test(p)), [...'4615687']);
+        assert.notEqual(readFileSync(d.tokenizer, 'utf8'), readFileSync(a.tokenizer, 'utf8'));
       } finally {
         rmSync(other, { recursive: true, force: true });
       }

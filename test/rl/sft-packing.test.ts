@@ -69,6 +69,15 @@ test('micro-batch input: docIds per row, next-token targets, mask shifted onto t
   assert.equal(x.weightSum, 5);
   assert.equal(x.weightSum, docs.reduce((s, d) => s + documentWeight(d), 0));
   assert.equal(x.realTokens, 9);
+  assert.deepEqual([...x.assistantMask], [...x.lossMask]);
+  assert.equal(x.assistantWeight, 5);
+  // Context weight: every other real target gets the weight, padding and document ends stay out.
+  const c = microBatchInput(docs, rows, { rows: [1, 0], seqLen: 5 }, 7, 0.25);
+  assert.deepEqual([...c.lossMask], [1, 1, 0, 1, 0, 0.25, 1, 1, 0, 0]);
+  assert.deepEqual([...c.assistantMask], [1, 1, 0, 1, 0, 0, 1, 1, 0, 0]);
+  assert.equal(c.weightSum, 5.25);
+  assert.equal(c.assistantWeight, 5);
+  assert.throws(() => microBatchInput(docs, rows, { rows: [0], seqLen: 5 }, 0, 1.5), /contextWeight must be in \[0, 1\]/);
 });
 
 test('the packed loss equals the unpacked loss of the same documents', () => {

@@ -1,0 +1,79 @@
+/**
+ * Copy drill: synthetic documents that teach a from-scratch model to copy ids out of its context.
+ *
+ * A retail agent spends most of its hard tokens on ids it has read earlier in the conversation (`#W4615687`,
+ * `1008292230`, `credit_card_2015949`, a zip code). A small model trained from scratch on expert trajectories alone
+ * learns the protocol long before it learns to copy: the copies are a few percent of its targets and each id is new.
+ * The drill supplies copies densely: a document lists k random ids, then repeats a shuffled subset of them, and
+ * only the repetition is trained on —
+ *
+ *   ids: #W4615687, credit_card_2015949, 1008292230, #W1182763
+ *   again: 1008292230, #W4615687
+ *
+ * The ids use the retail shapes (prefix + 4–10 digits) and the run's own tokenizer, so the drill trains exactly the
+ * tokens the agent must later copy. Which id is repeated next is a choice (its first digits carry entropy); the rest
+ * of it is determined by the context. Mixed into SFT (`sft.copyDrill` in a run file), the drill documents are
+ * packed with the expert trajectories like any other document. Deterministic for a seed.
+ */
+import { Rng } from '../engine/random.ts';
+import type { Tokenizer } from '../llm/index.ts';
+import type { SftDocument } from './packing.ts';
+
+export interface CopyDrillOptions {
+  /** Number of documents. */
+  documents: number;
+  seed?: number;
+  /** Ids listed per document, inclusive range. Default [4, 12]. */
+  ids?: [number, number];
+}
+
+const SHAPES: { prefix: string; digits: [number, number] }[] = [
+  { prefix: '#W', digits: [7, 7] },
+  { prefix: '', digits: [10, 10] },
+  { prefix: 'credit_card_', digits: [7, 7] },
+  { prefix: 'gift_card_', digits: [7, 7] },
+  { prefix: 'paypal_', digits: [7, 7] },
+  { prefix: '', digits: [5, 5] },
+  { prefix: '', digits: [4, 6] },
+];
+
+function randomId(rng: Rng): string {
+  const shape = SHAPES[rng.int(SHAPES.length)];
+  const n = shape.digits[0] + rng.int(shape.digits[1] - shape.digits[0] + 1);
+  let digits = String(1 + rng.int(9));
+  while (digits.length < n) digits += String(rng.int(10));
+  return shape.prefix + digits;
+}
+
+/** One drill document as text, with the character offset where the trained part (the repetition) starts. */
+export function copyDrillText(rng: Rng, ids: [number, number] = [4, 12]): { text: string; trainedFrom: number } {
+  const k = ids[0] + rng.int(ids[1] - ids[0] + 1);
+  const listed = Array.from({ length: k }, () => randomId(rng));
+  const order = listed.map((_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  const repeated = order.slice(0, 1 + rng.int(k)).map((i) => listed[i]);
+  const head = `ids: ${listed.join(', ')}\nagain:`;
+  return { text: `${head} ${repeated.join(', ')}\n`, trainedFrom: head.length };
+}
+
+/** Tokenized drill documents: loss on the tokens of the repetition only. */
+export function copyDrillDocuments(tokenizer: Tokenizer, options: CopyDrillOptions): SftDocument[] {
+  if (!(Number.isInteger(options.documents) && options.documents >= 1)) throw new RangeError(`copyDrill: documents must be a positive integer, got ${options.documents}`);
+  const ids = options.ids ?? [4, 12];
+  if (!(Number.isInteger(ids[0]) && Number.isInteger(ids[1]) && ids[0] >= 1 && ids[1] >= ids[0])) throw new RangeError(`copyDrill: ids must be [min, max] with 1 ≤ min ≤ max, got ${JSON.stringify(ids)}`);
+  const rng = new Rng(options.seed ?? 0);
+  const docs: SftDocument[] = [];
+  for (let d = 0; d < options.documents; d++) {
+    const { text, trainedFrom } = copyDrillText(rng, ids);
+    const headIds = tokenizer.encode(text.slice(0, trainedFrom));
+    const tailIds = tokenizer.encode(text.slice(trainedFrom));
+    const tokens = Int32Array.from([...headIds, ...tailIds]);
+    const lossMask = new Uint8Array(tokens.length);
+    lossMask.fill(1, headIds.length);
+    docs.push({ tokens, lossMask });
+  }
+  return docs;
+}
