@@ -4,8 +4,10 @@
  * 10 steps. A model that does not copy sits near 1.8 nats per trained token with single-digit tokens (the digits of
  * each repeated id are then uniform); one that copies goes towards the cost of choosing which id comes next.
  * `--ordered` repeats the whole list in its order instead of a shuffled subset (copying by position, not by content).
+ * `--control` replaces the repeated ids by as many fresh random ids: nothing to copy, so its loss is the no-copy
+ * floor a drill run must get below to show copying.
  *
- *   node --import tsx scripts/copy-drill.ts --config RUN.yaml --out runs/drill-probe [--steps 150] [--lr 2e-3] [--ordered]
+ *   node --import tsx scripts/copy-drill.ts --config RUN.yaml --out runs/drill-probe [--steps 150] [--lr 2e-3] [--ordered | --control]
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -17,9 +19,10 @@ import { runSft } from '../src/rl/sft.ts';
 import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
 
 const { values: a } = parseArgs({
-  options: { config: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string', default: '150' }, lr: { type: 'string', default: '2e-3' }, ordered: { type: 'boolean', default: false } },
+  options: { config: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string', default: '150' }, lr: { type: 'string', default: '2e-3' }, ordered: { type: 'boolean', default: false }, control: { type: 'boolean', default: false } },
 });
-if (!a.config || !a.out) throw new Error('usage: --config RUN.yaml --out DIR [--steps N] [--lr LR] [--ordered]');
+if (!a.config || !a.out) throw new Error('usage: --config RUN.yaml --out DIR [--steps N] [--lr LR] [--ordered | --control]');
+if (a.ordered && a.control) throw new Error('--ordered and --control exclude each other');
 const steps = Number(a.steps), lr = Number(a.lr);
 if (!(Number.isInteger(steps) && steps > 0)) throw new Error(`--steps must be a positive integer, got ${a.steps}`);
 if (!(lr > 0)) throw new Error(`--lr must be > 0, got ${a.lr}`);
@@ -28,12 +31,17 @@ const built = await buildRun(run);
 if (!built.model) throw new Error('the config has no gpt-oss policy');
 const documents = 40000;
 let docs: SftDocument[];
-if (!a.ordered) docs = copyDrillDocuments(built.tokenizer, { documents, seed: 1 });
+if (!a.ordered && !a.control) docs = copyDrillDocuments(built.tokenizer, { documents, seed: 1 });
 else {
-  const rng = new Rng(1);
+  const rng = new Rng(1), fresh = new Rng(99);
   docs = Array.from({ length: documents }, () => {
-    const listed = /^ids: (.*)\n/.exec(copyDrillText(rng).text)![1];
-    const head = built.tokenizer.encode(`ids: ${listed}\nagain:`), tail = built.tokenizer.encode(` ${listed}\n`);
+    const [, listed, repeated] = /^ids: (.*)\nagain: (.*)\n$/.exec(copyDrillText(rng).text)!;
+    let again = listed;
+    if (a.control) {
+      const n = repeated.split(', ').length;
+      again = /^ids: (.*)\n/.exec(copyDrillText(fresh, [n, n]).text)![1];
+    }
+    const head = built.tokenizer.encode(`ids: ${listed}\nagain:`), tail = built.tokenizer.encode(` ${again}\n`);
     const tokens = Int32Array.from([...head, ...tail]);
     return { tokens, lossMask: new Uint8Array(tokens.length).fill(1, head.length) };
   });
@@ -44,6 +52,6 @@ await runSft({
 }, {
   model: built.model, data: docs, outDir: a.out, resume: true, quiet: true,
   onStep: (m) => {
-    if (m.step % 10 === 0) console.log(`step ${m.step} ${a.ordered ? 'ordered ' : ''}drill loss ${m.loss.toFixed(3)} ${Math.round(m.tokensPerSec)} tok/s`);
+    if (m.step % 10 === 0) console.log(`step ${m.step} ${a.ordered ? 'ordered ' : a.control ? 'control ' : ''}drill loss ${m.loss.toFixed(3)} ${Math.round(m.tokensPerSec)} tok/s`);
   },
 });

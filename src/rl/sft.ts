@@ -76,7 +76,9 @@ export type SftConfig = z.output<typeof SftConfigSchema>;
 
 /** Config keys that must match on resume (anything that changes the computation of steps already taken). */
 const RESUME_KEYS = ['seed', 'seqLen', 'microBatchTokens', 'rowsPerStep', 'lr', 'warmupSteps', 'minLrRatio', 'schedule', 'beta1', 'beta2', 'eps',
-  'weightDecay', 'gradClip', 'evalFraction', 'padId'] as const;
+  'weightDecay', 'gradClip', 'evalFraction', 'padId', 'contextLossWeight'] as const;
+/** Keys added after checkpoints were first written: a checkpoint without one was made with this value. */
+const RESUME_DEFAULTS: Partial<Record<(typeof RESUME_KEYS)[number], unknown>> = { contextLossWeight: 0 };
 
 export function parseSftConfig(input: unknown): SftConfig {
   const r = SftConfigSchema.safeParse(input ?? {});
@@ -277,9 +279,10 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   }
   const loaded = resumeDir !== undefined ? readSftCheckpoint(resumeDir, model) : null;
   if (loaded) {
-    const diffs = RESUME_KEYS.filter((k) => JSON.stringify(loaded.state.config[k]) !== JSON.stringify(config[k]));
+    const saved = (k: (typeof RESUME_KEYS)[number]) => loaded.state.config[k] ?? RESUME_DEFAULTS[k];
+    const diffs = RESUME_KEYS.filter((k) => JSON.stringify(saved(k)) !== JSON.stringify(config[k]));
     if (diffs.length > 0) {
-      throw new Error(`cannot resume from checkpoint ${loaded.dir}: config differs in ${diffs.map((k) => `${k} (${JSON.stringify(loaded.state.config[k])} → ${JSON.stringify(config[k])})`).join(', ')}. Nothing was changed.`);
+      throw new Error(`cannot resume from checkpoint ${loaded.dir}: config differs in ${diffs.map((k) => `${k} (${JSON.stringify(saved(k))} → ${JSON.stringify(config[k])})`).join(', ')}. Nothing was changed.`);
     }
     if (loaded.state.dataFingerprint !== dataFingerprint) {
       throw new Error(`cannot resume from checkpoint ${loaded.dir}: the training data differ from the checkpoint's (tokenizer, trajectories or data options changed). Nothing was changed.`);

@@ -155,6 +155,7 @@ test('corrupt or mismatched checkpoints: clear error on resume, nothing overwrit
 
     await assert.rejects(runSft(base, { model, data: docs, outDir: out, quiet: true }), /already holds checkpoints.*pass resume/);
     await assert.rejects(resume({ ...base, lr: 1e-3 }), /config differs in lr \(0\.005 → 0\.001\)/);
+    await assert.rejects(resume({ ...base, contextLossWeight: 0.5 }), /config differs in contextLossWeight \(0 → 0\.5\)/);
     await assert.rejects(resume(base, docs.slice(1)), /training data differ/);
     assert.deepEqual(snapshot(out), before);
 
@@ -188,5 +189,26 @@ test('corrupt or mismatched checkpoints: clear error on resume, nothing overwrit
     assert.equal(ok.resumedFromStep, 3);
     assert.equal(ok.steps, 7);
     model.dispose();
+  });
+});
+
+test('contextLossWeight: the logged loss stays the assistant NLL, the other targets are logged and trained on', async () => {
+  await withTempDir(async (dir) => {
+    const run = async (contextLossWeight: number) => {
+      const model = new GptOssModel(cfg, { seed: 4 });
+      const r = await runSft({ ...base, steps: 2, contextLossWeight }, { model, data: docs, outDir: join(dir, String(contextLossWeight)), quiet: true });
+      const w = model.param('model.embed_tokens.weight').toArray();
+      model.dispose();
+      return { first: r.history[0], second: r.history[1], w };
+    };
+    const plain = await run(0), mixed = await run(0.5);
+    // Step 1 starts from the same weights: the same assistant NLL and token count whatever the context weight.
+    assert.ok(Math.abs(plain.first.loss - mixed.first.loss) < 1e-6, `${plain.first.loss} vs ${mixed.first.loss}`);
+    assert.equal(plain.first.lossTokens, mixed.first.lossTokens);
+    assert.equal(plain.first.contextLoss, undefined);
+    assert.ok(mixed.first.contextLoss! > 0 && Number.isFinite(mixed.first.contextLoss));
+    // The gradient differs, so the updated weights and the next step's loss do.
+    assert.notDeepEqual(plain.w, mixed.w);
+    assert.notEqual(plain.second.loss, mixed.second.loss);
   });
 });
