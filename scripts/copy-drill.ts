@@ -7,7 +7,7 @@
  * `--control` replaces the repeated ids by as many fresh random ids: nothing to copy, so its loss is the no-copy
  * floor a drill run must get below to show copying.
  *
- *   node --import tsx scripts/copy-drill.ts --config RUN.yaml --out runs/drill-probe [--steps 150] [--lr 2e-3] [--ordered | --control]
+ *   node --import tsx scripts/copy-drill.ts --config RUN.yaml --out runs/drill-probe [--steps 150] [--lr 2e-3] [--ids 4,12] [--ordered | --control]
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -19,10 +19,12 @@ import { runSft } from '../src/rl/sft.ts';
 import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
 
 const { values: a } = parseArgs({
-  options: { config: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string', default: '150' }, lr: { type: 'string', default: '2e-3' }, ordered: { type: 'boolean', default: false }, control: { type: 'boolean', default: false } },
+  options: { config: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string', default: '150' }, lr: { type: 'string', default: '2e-3' }, ordered: { type: 'boolean', default: false }, control: { type: 'boolean', default: false }, ids: { type: 'string', default: '4,12' } },
 });
 if (!a.config || !a.out) throw new Error('usage: --config RUN.yaml --out DIR [--steps N] [--lr LR] [--ordered | --control]');
 if (a.ordered && a.control) throw new Error('--ordered and --control exclude each other');
+const ids = a.ids!.split(',').map(Number) as [number, number];
+if (!(ids.length === 2 && ids.every((n) => Number.isInteger(n) && n >= 1) && ids[0] <= ids[1])) throw new Error(`--ids must be MIN,MAX with 1 ≤ MIN ≤ MAX, got ${a.ids}`);
 const steps = Number(a.steps), lr = Number(a.lr);
 if (!(Number.isInteger(steps) && steps > 0)) throw new Error(`--steps must be a positive integer, got ${a.steps}`);
 if (!(lr > 0)) throw new Error(`--lr must be > 0, got ${a.lr}`);
@@ -31,11 +33,11 @@ const built = await buildRun(run);
 if (!built.model) throw new Error('the config has no gpt-oss policy');
 const documents = 40000;
 let docs: SftDocument[];
-if (!a.ordered && !a.control) docs = copyDrillDocuments(built.tokenizer, { documents, seed: 1 });
+if (!a.ordered && !a.control) docs = copyDrillDocuments(built.tokenizer, { documents, seed: 1, ids });
 else {
   const rng = new Rng(1), fresh = new Rng(99);
   docs = Array.from({ length: documents }, () => {
-    const [, listed, repeated] = /^ids: (.*)\nagain: (.*)\n$/.exec(copyDrillText(rng).text)!;
+    const [, listed, repeated] = /^ids: (.*)\nagain: (.*)\n$/.exec(copyDrillText(rng, ids).text)!;
     let again = listed;
     if (a.control) {
       const n = repeated.split(', ').length;
