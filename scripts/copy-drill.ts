@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { Rng } from '../src/engine/random.ts';
-import { copyDrillDocuments, copyDrillText } from '../src/rl/copyDrill.ts';
+import { copyDrillDocuments, copyDrillText, drillDocument } from '../src/rl/copyDrill.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { runSft } from '../src/rl/sft.ts';
 import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
@@ -21,7 +21,7 @@ import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
 const { values: a } = parseArgs({
   options: { config: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string', default: '150' }, lr: { type: 'string', default: '2e-3' }, ordered: { type: 'boolean', default: false }, control: { type: 'boolean', default: false }, ids: { type: 'string', default: '4,12' } },
 });
-if (!a.config || !a.out) throw new Error('usage: --config RUN.yaml --out DIR [--steps N] [--lr LR] [--ordered | --control]');
+if (!a.config || !a.out) throw new Error('usage: --config RUN.yaml --out DIR [--steps N] [--lr LR] [--ids MIN,MAX] [--ordered | --control]');
 if (a.ordered && a.control) throw new Error('--ordered and --control exclude each other');
 const ids = a.ids!.split(',').map(Number) as [number, number];
 if (!(ids.length === 2 && ids.every((n) => Number.isInteger(n) && n >= 1) && ids[0] <= ids[1])) throw new Error(`--ids must be MIN,MAX with 1 ≤ MIN ≤ MAX, got ${a.ids}`);
@@ -43,9 +43,7 @@ else {
       const n = repeated.split(', ').length;
       again = /^ids: (.*)\n/.exec(copyDrillText(fresh, [n, n]).text)![1];
     }
-    const head = built.tokenizer.encode(`ids: ${listed}\nagain:`), tail = built.tokenizer.encode(` ${again}\n`);
-    const tokens = Int32Array.from([...head, ...tail]);
-    return { tokens, lossMask: new Uint8Array(tokens.length).fill(1, head.length) };
+    return drillDocument(built.tokenizer, `ids: ${listed}\nagain:`, ` ${again}\n`);
   });
 }
 await runSft({

@@ -19,6 +19,7 @@ if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --chec
 const n = Number(a.docs);
 if (!(Number.isInteger(n) && n > 0)) throw new Error(`--docs must be a positive integer, got ${a.docs}`);
 const raw = runFileFromCheckpoint(parse(readFileSync(a.config, 'utf8')), a.checkpoint, { keepSft: true }) as Record<string, unknown>;
+if (!raw.sft) throw new Error(`${a.config} has no sft section (copy-nll scores its expert documents)`);
 delete (raw.sft as Record<string, unknown>).copyDrill; // expert documents only
 const { run } = parseRunFile(raw);
 const built = await buildRun(run);

@@ -59,6 +59,15 @@ export function copyDrillText(rng: Rng, ids: [number, number] = [4, 12]): { text
   return { text: `${head} ${repeated.join(', ')}\n`, trainedFrom: head.length };
 }
 
+/** One document from its untrained head and trained tail (tokenized apart, so the mask boundary is exact). */
+export function drillDocument(tokenizer: Tokenizer, head: string, tail: string): SftDocument {
+  const headIds = tokenizer.encode(head);
+  const tokens = Int32Array.from([...headIds, ...tokenizer.encode(tail)]);
+  const lossMask = new Uint8Array(tokens.length);
+  lossMask.fill(1, headIds.length);
+  return { tokens, lossMask };
+}
+
 /** Tokenized drill documents: loss on the tokens of the repetition only. */
 export function copyDrillDocuments(tokenizer: Tokenizer, options: CopyDrillOptions): SftDocument[] {
   if (!(Number.isInteger(options.documents) && options.documents >= 1)) throw new RangeError(`copyDrill: documents must be a positive integer, got ${options.documents}`);
@@ -68,12 +77,7 @@ export function copyDrillDocuments(tokenizer: Tokenizer, options: CopyDrillOptio
   const docs: SftDocument[] = [];
   for (let d = 0; d < options.documents; d++) {
     const { text, trainedFrom } = copyDrillText(rng, ids);
-    const headIds = tokenizer.encode(text.slice(0, trainedFrom));
-    const tailIds = tokenizer.encode(text.slice(trainedFrom));
-    const tokens = Int32Array.from([...headIds, ...tailIds]);
-    const lossMask = new Uint8Array(tokens.length);
-    lossMask.fill(1, headIds.length);
-    docs.push({ tokens, lossMask });
+    docs.push(drillDocument(tokenizer, text.slice(0, trainedFrom), text.slice(trainedFrom)));
   }
   return docs;
 }
