@@ -23,7 +23,8 @@ import { z } from 'zod';
 import { resolveRetailDataDir } from '../domains/retail/register.ts';
 import { makeAgent, makeUser, runRollouts } from '../domains/retail/synth/rollouts.ts';
 import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
-import { assertDisjointWorlds, generateTaskSet, readTaskSet, writeTaskSet, type LoadedSynthTaskSet } from '../domains/retail/synth/taskset.ts';
+import { assertDisjointWorlds, generateTaskSet, readTaskSet, writeTaskSet, type LoadedSynthTaskSet, type SynthTaskSet } from '../domains/retail/synth/taskset.ts';
+import type { SynthTask } from '../domains/retail/synth/task-gen.ts';
 import { DEFAULT_WORLD_SIZES } from '../domains/retail/synth/world.ts';
 import type { ToolSpec } from '../llm/index.ts';
 import { SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../llm/pretokenize.ts';
@@ -58,6 +59,13 @@ export const PrepareSchema = z.object({
     users: int(1).optional(),
     orders: int(0).optional(),
     policy: z.string().default('tau2'),
+    /**
+     * `per-split` (the default): validation tasks run on a world of their own, so nothing about the training world
+     * helps. `shared`: validation tasks are new tasks on the training world, as in τ²-bench, where the train and
+     * test tasks share one database; a validation task whose gold actions and expected answers equal a training
+     * task's is left out.
+     */
+    world: z.enum(['per-split', 'shared']).optional(),
   }).strict(),
   expert: z.object({ trials: int(1).default(1), seed: int(0).default(0) }).strict().default({ trials: 1, seed: 0 }),
   tokenizer: z.object({
@@ -124,6 +132,12 @@ function policyText(policy: string): string {
   }
 }
 
+/** Two tasks with the same gold actions (names and arguments) and the same expected answers ask for the same thing. */
+export function taskSignature(task: SynthTask): string {
+  const c = task.evaluation_criteria;
+  return JSON.stringify([(c?.actions ?? []).map((a) => [a.name, a.arguments]), c?.communicate_info ?? []]);
+}
+
 export function preparePaths(dir: string): Omit<PreparedData, 'log' | 'reused'> {
   return { trainDir: join(dir, 'train'), validationDir: join(dir, 'validation'), trajectories: join(dir, 'expert.jsonl'), tokenizer: join(dir, 'tokenizer.json') };
 }
@@ -149,11 +163,29 @@ export async function prepareRetailData(raw: unknown, options: { tools?: ToolSch
     { split: 'train', dir: paths.trainDir, seed: 2 * spec.seed + 1, count: t.train },
     { split: 'validation', dir: paths.validationDir, seed: 2 * spec.seed + 2, count: t.validation },
   ];
-  const sets = splits.map((s) => generateTaskSet({ worldSeed: s.seed, taskSeed: s.seed, count: s.count, sizes, families: t.families, difficulty, split: s.split }));
-  assertDisjointWorlds(sets.map((s) => s.meta));
+  const shared = t.world === 'shared';
+  const generate = (s: (typeof splits)[number], worldSeed: number, count: number) =>
+    generateTaskSet({ worldSeed, taskSeed: s.seed, count, sizes, families: t.families, difficulty, split: s.split });
+  const trainSet = generate(splits[0], splits[0].seed, t.train);
+  let valSet: SynthTaskSet;
+  let duplicates = 0;
+  if (shared) {
+    // Over-generate on the training world, then drop the validation tasks that repeat a training task.
+    const seen = new Set(trainSet.tasks.map(taskSignature));
+    const candidates = generate(splits[1], splits[0].seed, 2 * t.validation + 16);
+    const fresh = candidates.tasks.filter((task) => !seen.has(taskSignature(task)));
+    duplicates = candidates.tasks.length - fresh.length;
+    if (fresh.length < t.validation) throw new Error(`prepare: only ${fresh.length} validation tasks on the shared world differ from every training task (asked for ${t.validation}); use a larger world or fewer tasks`);
+    valSet = { ...candidates, tasks: fresh.slice(0, t.validation), meta: { ...candidates.meta, count: t.validation } };
+  } else {
+    valSet = generate(splits[1], splits[1].seed, t.validation);
+    assertDisjointWorlds([trainSet.meta, valSet.meta]);
+  }
+  const sets = [trainSet, valSet];
   sets.forEach((set, i) => {
     writeTaskSet(splits[i].dir, set, policy);
-    log.push(`prepare: ${set.tasks.length} ${splits[i].split} tasks (world seed ${set.meta.worldSeed}, ${sizes.users} users, ${sizes.orders} orders, difficulty ${difficulty.join('-')}) → ${splits[i].dir}`);
+    const note = i === 1 && shared ? `, the training world; ${duplicates} generated tasks equal to a training task left out` : '';
+    log.push(`prepare: ${set.tasks.length} ${splits[i].split} tasks (world seed ${set.meta.worldSeed}${note}, ${sizes.users} users, ${sizes.orders} orders, difficulty ${difficulty.join('-')}) → ${splits[i].dir}`);
   });
 
   const train = readTaskSet(paths.trainDir);

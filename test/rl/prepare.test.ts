@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BpeTokenizer } from '../../src/llm/index.ts';
-import { COMPACT_RETAIL_POLICY, prepareRetailData } from '../../src/rl/prepare.ts';
+import { COMPACT_RETAIL_POLICY, prepareRetailData, taskSignature } from '../../src/rl/prepare.ts';
+import type { SynthTask } from '../../src/domains/retail/synth/task-gen.ts';
 
 describe('prepare (the data stage of a retail-synth run)', () => {
   it('writes seeded splits, expert trajectories and a tokenizer; reuses them for the same section and refuses a different one', async () => {
@@ -43,6 +44,34 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       } finally {
         rmSync(other, { recursive: true, force: true });
       }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('world: shared puts validation tasks on the training world and leaves out any that repeat a training task', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-prepare-'));
+    try {
+      const tasks = { train: 40, validation: 12, difficulty: 1, policy: 'compact', users: 6, orders: 12, products: 5 };
+      const a = await prepareRetailData({ dir, seed: 3, tasks: { ...tasks, world: 'shared' }, tokenizer: { vocabSize: 300 } });
+      const read = (d: string, f: string) => readFileSync(join(d, f), 'utf8');
+      assert.equal(read(a.validationDir, 'db.json'), read(a.trainDir, 'db.json'));
+      const train = JSON.parse(read(a.trainDir, 'tasks.json')) as SynthTask[];
+      const val = JSON.parse(read(a.validationDir, 'tasks.json')) as SynthTask[];
+      assert.equal(val.length, 12);
+      const seen = new Set(train.map(taskSignature));
+      assert.ok(val.every((t) => !seen.has(taskSignature(t))));
+      assert.ok(val.every((t) => t.id.startsWith('validation_')));
+      assert.match(a.log.join('\n'), /the training world; \d+ generated tasks equal to a training task left out/);
+      // With six users, 40 training tasks repeat themselves: the filter has work to do.
+      assert.ok(train.length > new Set(train.map(taskSignature)).size || /; [1-9]\d* generated/.test(a.log.join('\n')));
+
+      // The default keeps worlds apart.
+      const b = await prepareRetailData({ dir: join(dir, 'apart'), seed: 3, tasks, tokenizer: { vocabSize: 300 } });
+      assert.notEqual(read(b.validationDir, 'db.json'), read(b.trainDir, 'db.json'));
+      // Asking for more distinct tasks than a tiny world holds is a clear error.
+      await assert.rejects(prepareRetailData({ dir: join(dir, 'tiny'), seed: 3, tasks: { ...tasks, train: 200, validation: 150, users: 4, orders: 6, families: ['info', 'cancel'], world: 'shared' }, tokenizer: { vocabSize: 300 } }),
+        /validation tasks on the shared world differ from every training task/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
