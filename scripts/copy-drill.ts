@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { Rng } from '../src/engine/random.ts';
-import { copyDrillDocuments, copyDrillText, drillDocument } from '../src/rl/copyDrill.ts';
+import { copyDrillDocuments, copyDrillText, DRILL_SFT_DEFAULTS, drillDocument } from '../src/rl/copyDrill.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { runSft } from '../src/rl/sft.ts';
 import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
@@ -46,10 +46,7 @@ else {
     return drillDocument(built.tokenizer, `ids: ${listed}\nagain:`, ` ${again}\n`);
   });
 }
-await runSft({
-  seed: 0, seqLen: 512, microBatchTokens: 8192, rowsPerStep: 16, steps, lr, warmupSteps: 10, schedule: 'constant', gradClip: 1,
-  checkpointEvery: 50, keepCheckpoints: 10, padId: built.deps.padId,
-}, {
+await runSft({ ...DRILL_SFT_DEFAULTS, steps, lr, padId: built.deps.padId }, {
   model: built.model, data: docs, outDir: a.out, resume: true, quiet: true,
   onStep: (m) => {
     if (m.step % 10 === 0) console.log(`step ${m.step} ${a.ordered ? 'ordered ' : a.control ? 'control ' : ''}drill loss ${m.loss.toFixed(3)} ${Math.round(m.tokensPerSec)} tok/s`);

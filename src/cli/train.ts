@@ -1,5 +1,6 @@
 /**
- * `longrun train --config FILE`: an optional SFT stage (src/rl/sft.ts) then GRPO (src/rl/trainer.ts). The file
+ * `longrun train --config FILE`: the optional data stage (src/rl/prepare.ts), copy curriculum (src/rl/copyDrill.ts) and
+ * SFT stage (src/rl/sft.ts), then GRPO (src/rl/trainer.ts). The file
  * format is described in src/rl/trainSetup.ts; the GRPO section's keys in src/rl/config.ts.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -43,6 +44,15 @@ export async function sftDocuments(run: RunFile, built: BuiltRun) {
   return { ...expert, docs: [...expert.docs, ...drill], seqLen, drill: drill.length };
 }
 
+/** The copy curriculum: drill stages that teach the fresh model to copy ids, before the SFT stage. */
+async function runCurriculumStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
+  if (!run.curriculum) return;
+  if (!built.model) throw new Error('the curriculum stage needs policy.type gpt-oss');
+  const { runCopyCurriculum } = await import('../rl/copyDrill.ts');
+  print(`curriculum: ${run.curriculum.stages.map((s) => `${s.steps} steps on ${s.ids[0]}–${s.ids[1]} ids`).join(', then ')} → ${run.curriculum.outDir}`);
+  await runCopyCurriculum(run.curriculum, { model: built.model, tokenizer: built.tokenizer, padId: built.deps.padId, quiet, log: print });
+}
+
 /** The SFT stage: warm-starts the gpt-oss policy from expert trajectories before GRPO. */
 async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   if (!run.sft) return;
@@ -83,6 +93,7 @@ export async function trainCommand(opts: TrainCommandOptions, print: (line: stri
   }
   for (const f of [config.trainer.metricsFile, config.trainer.episodesFile, config.trainer.checkpointDir && join(config.trainer.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
   const built = await buildRun(run);
+  await runCurriculumStage(run, built, print, !config.trainer.progress);
   await runSftStage(run, built, print, !config.trainer.progress);
   const trainer = new GrpoTrainer({ ...built.deps, config, log: print });
   const { history, validations } = await trainer.fit();

@@ -15,8 +15,10 @@
  * of it is determined by the context. Mixed into SFT (`sft.copyDrill` in a run file), the drill documents are
  * packed with the expert trajectories like any other document. Deterministic for a seed.
  */
+import { join } from 'node:path';
 import { Rng } from '../engine/random.ts';
 import type { Tokenizer } from '../llm/index.ts';
+import type { GptOssModel } from '../model/model.ts';
 import type { SftDocument } from './packing.ts';
 
 export interface CopyDrillOptions {
@@ -80,4 +82,58 @@ export function copyDrillDocuments(tokenizer: Tokenizer, options: CopyDrillOptio
     docs.push(drillDocument(tokenizer, text.slice(0, trainedFrom), text.slice(trainedFrom)));
   }
   return docs;
+}
+
+/**
+ * The SFT settings of a drill stage (`scripts/copy-drill.ts` and a run file's `curriculum`): 16 packed rows of 512
+ * tokens per step, constant learning rate 2e-3 after 10 warm-up steps.
+ */
+export const DRILL_SFT_DEFAULTS = {
+  seed: 0, seqLen: 512, microBatchTokens: 8192, rowsPerStep: 16, lr: 2e-3, warmupSteps: 10, schedule: 'constant', gradClip: 1,
+  checkpointEvery: 50, keepCheckpoints: 10,
+} as const;
+
+export interface CopyCurriculumSpec {
+  /** Each stage's SFT output (metrics, checkpoints) goes to OUTDIR/stage-N. */
+  outDir: string;
+  /** Drill documents generated per stage, and their seed (the same seed in every stage: only `ids` differs). */
+  documents: number;
+  seed: number;
+  /** SFT settings shared by all stages, over DRILL_SFT_DEFAULTS. */
+  config: Record<string, unknown>;
+  stages: { ids: [number, number]; steps: number }[];
+}
+
+export interface CopyCurriculumStageResult {
+  stage: number;
+  ids: [number, number];
+  steps: number;
+  finalLoss: number | null;
+}
+
+/**
+ * A copy curriculum: drill stages run one after the other on the same model, each a fresh SFT run (its own
+ * optimizer and warm-up) over drill documents with more ids per document than the last. A from-scratch model learns
+ * to copy among 2–3 ids, and from there the skill carries to more ids at once; it never starts on 4–12 ids directly
+ * (docs/results/retail-tiny/). Stages resume from their checkpoints, and a finished stage only reloads its weights.
+ */
+export async function runCopyCurriculum(
+  spec: CopyCurriculumSpec,
+  options: { model: GptOssModel; tokenizer: Tokenizer; padId: number; quiet?: boolean; log?: (line: string) => void },
+): Promise<CopyCurriculumStageResult[]> {
+  const { runSft } = await import('./sft.ts');
+  const out: CopyCurriculumStageResult[] = [];
+  for (const [i, stage] of spec.stages.entries()) {
+    const docs = copyDrillDocuments(options.tokenizer, { documents: spec.documents, seed: spec.seed, ids: stage.ids });
+    const label = `curriculum stage ${i + 1}/${spec.stages.length} (ids ${stage.ids[0]}–${stage.ids[1]})`;
+    const result = await runSft({ ...DRILL_SFT_DEFAULTS, ...spec.config, steps: stage.steps, padId: options.padId }, {
+      model: options.model, data: docs, outDir: join(spec.outDir, `stage-${i + 1}`), resume: true, quiet: options.quiet ?? true,
+      onStep: (m) => {
+        if (m.step % 10 === 0) options.log?.(`${label} step ${m.step}: drill loss ${m.loss.toFixed(3)}, ${Math.round(m.tokensPerSec)} tok/s`);
+      },
+    });
+    options.log?.(`${label}: ${result.steps} steps, final drill loss ${result.finalLoss?.toFixed(3) ?? 'n/a'}`);
+    out.push({ stage: i + 1, ids: stage.ids, steps: stage.steps, finalLoss: result.finalLoss ?? null });
+  }
+  return out;
 }

@@ -90,6 +90,20 @@ export const RunFileSchema = z.object({
       ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max').default([4, 12]),
     }).strict().optional(),
   }).strict().optional(),
+  /**
+   * Copy-drill stages run before SFT, from the fresh model (src/rl/copyDrill.ts, runCopyCurriculum): each stage an
+   * SFT run on drill documents listing `ids` ids, for `steps` steps; `config` holds SFT settings shared by the stages.
+   */
+  curriculum: z.object({
+    outDir: z.string(),
+    documents: z.number().int().min(1).default(40000),
+    seed: z.number().int().min(0).default(1),
+    config: z.record(z.string(), z.unknown()).default({}),
+    stages: z.array(z.object({
+      ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max'),
+      steps: z.number().int().min(1),
+    }).strict()).min(1),
+  }).strict().optional(),
   /** The data stage (src/rl/prepare.ts), run by `longrun train` before everything else. */
   prepare: z.unknown().optional(),
   grpo: z.unknown().optional(),

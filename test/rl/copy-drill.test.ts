@@ -52,3 +52,55 @@ test('run file: sft.copyDrill is validated', () => {
   assert.throws(() => parseRunFile(sft({ documents: 5, ids: [5, 2] })), /min ≤ max/);
   assert.throws(() => parseRunFile(sft({ documents: 5, extra: 1 })), /extra|Unrecognized/i);
 });
+
+test('copy curriculum: stages train the model in turn, log their drill loss, and a rerun only reloads the finished stages', async () => {
+  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { GptOssModel } = await import('../../src/model/index.ts');
+  const { validateConfig } = await import('../../src/model/config.ts');
+  const { runCopyCurriculum } = await import('../../src/rl/copyDrill.ts');
+  const config = validateConfig({
+    num_hidden_layers: 2, hidden_size: 32, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 8, sliding_window: 8,
+    num_local_experts: 2, num_experts_per_tok: 1, intermediate_size: 32, vocab_size: tokenizer.vocabSize, rope_theta: 1000,
+    max_position_embeddings: 256, rms_norm_eps: 1e-5, initializer_range: 0.1,
+  });
+  const snapshot = (m: InstanceType<typeof GptOssModel>) => [...m.parameters().values()].map((t) => t.toArray());
+  const dir = mkdtempSync(join(tmpdir(), 'longrun-curriculum-'));
+  try {
+    const spec = {
+      outDir: dir, documents: 40, seed: 1, config: { seqLen: 160, microBatchTokens: 320, rowsPerStep: 2, warmupSteps: 0, checkpointEvery: 0 },
+      stages: [{ ids: [2, 3] as [number, number], steps: 2 }, { ids: [3, 5] as [number, number], steps: 3 }],
+    };
+    const model = new GptOssModel(config, { seed: 1 });
+    const init = snapshot(model);
+    const lines: string[] = [];
+    const result = await runCopyCurriculum(spec, { model, tokenizer, padId: 0, log: (l) => lines.push(l) });
+    assert.deepEqual(result.map((r) => [r.stage, r.steps]), [[1, 2], [2, 3]]);
+    assert.ok(result.every((r) => r.finalLoss !== null && Number.isFinite(r.finalLoss) && r.finalLoss > 0));
+    assert.ok(lines.some((l) => /^curriculum stage 2\/2 \(ids 3–5\): 3 steps, final drill loss \d/.test(l)), lines.join('\n'));
+    const steps = (n: number) => readFileSync(join(dir, `stage-${n}`, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; step: number }).filter((m) => m.type === 'train').map((m) => m.step);
+    assert.deepEqual([steps(1), steps(2)], [[1, 2], [1, 2, 3]]);
+    const trained = snapshot(model);
+    assert.ok(trained.some((t, i) => t.some((v, j) => v !== init[i][j])), 'the curriculum changed the weights');
+
+    // A fresh model given the same spec reloads the finished stages: same weights, no new steps.
+    const again = new GptOssModel(config, { seed: 1 });
+    await runCopyCurriculum(spec, { model: again, tokenizer, padId: 0 });
+    assert.deepEqual(snapshot(again), trained);
+    assert.deepEqual([steps(1), steps(2)], [[1, 2], [1, 2, 3]]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('run file: curriculum is validated', () => {
+  const base = { task: 'toy', policy: { type: 'tabular' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
+  const withCurriculum = (curriculum: unknown) => ({ ...base, curriculum });
+  assert.deepEqual(parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 5 }] })).run.curriculum,
+    { outDir: 'c', documents: 40000, seed: 1, config: {}, stages: [{ ids: [2, 3], steps: 5 }] });
+  assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [] })), /stages/);
+  assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [4, 2], steps: 5 }] })), /min ≤ max/);
+  assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 0 }] })), /steps/);
+  assert.throws(() => parseRunFile(withCurriculum({ stages: [{ ids: [2, 3], steps: 1 }] })), /outDir/);
+});
