@@ -22,6 +22,7 @@
  * Parse errors (decided here): with `onParseError: 'send-text'` (default) the turn is sent to the env as a plain
  * message to the user, holding the text that could be read (the parse's partial content, else the decoded
  * completion without special tokens, else "..."), and counted in `parseErrors`; the env goes on as with any reply.
+ * A well-formed turn with neither text nor a tool call is handled the same way (sent as "...").
  * With `'terminate'` the episode ends with `parse_error` and reward 0. Either way the sampled tokens stay in the
  * sequence with mask 1, so the policy gradient sees them.
  */
@@ -129,6 +130,8 @@ function toAction(parse: CompletionParse, format: ChatFormat, turn: number): { a
   }
   const calls = (parse.toolCalls ?? []).map((c, i) => ({ id: `call_${turn}_${i}`, name: c.name, arguments: c.arguments }));
   const content = parse.content !== undefined && parse.content.trim() !== '' ? parse.content : null;
+  // An empty turn is sent as the malformed-turn placeholder (the loop counts it as a parse error).
+  if (content === null && calls.length === 0) return { action: { content: '...', toolCalls: null }, callNames: [] };
   return { action: { content, toolCalls: calls.length > 0 ? calls : null }, callNames: calls.map((c) => [c.id, c.name]) };
 }
 
@@ -208,7 +211,10 @@ export class AgentLoop {
         reason = 'max_response_tokens';
         break;
       }
-      if (!parse.ok) {
+      // A well-formed but empty turn (no text, no tool call) is as unusable as a malformed one: the environment
+      // needs one or the other, so it counts as a parse error and follows the same policy.
+      const empty = parse.ok && (parse.toolCalls ?? []).length === 0 && (parse.content ?? '').trim() === '';
+      if (!parse.ok || empty) {
         parseErrors++;
         if ((o.onParseError ?? 'send-text') === 'terminate') {
           reason = 'parse_error';

@@ -68,6 +68,32 @@ for (const name of ['hermes', 'harmony'] as const) {
   });
 }
 
+describe('AgentLoop: an empty turn', () => {
+  const format = createChatFormat('harmony', bpe);
+  class RecordingEnv extends ToyToolEnv {
+    actions: unknown[] = [];
+    override async step(action: Parameters<ToyToolEnv['step']>[0]) {
+      this.actions.push(action);
+      return super.step(action);
+    }
+  }
+  it('a well-formed turn with neither text nor a tool call is a parse error, sent as the placeholder text', async () => {
+    const { loop } = loopWith(format, [say('')]);
+    const env = new RecordingEnv();
+    const t = await loop.run(env, { seed: 1, taskId: 'toy-0' });
+    assert.equal(t.parseErrors, 1);
+    assert.deepEqual(env.actions, [{ content: '...', toolCalls: null }]);
+  });
+  it('with terminate, an empty turn ends the episode without stepping the env', async () => {
+    const { loop } = loopWith(format, [say('')], { onParseError: 'terminate' });
+    const env = new RecordingEnv();
+    const t = await loop.run(env, { seed: 1, taskId: 'toy-0' });
+    assert.equal(t.terminationReason, 'parse_error');
+    assert.equal(t.reward, 0);
+    assert.deepEqual(env.actions, []);
+  });
+});
+
 describe('AgentLoop limits and errors', () => {
   const { format, tokenizer } = createToySetup();
   const garbage = [tokenizer.idOf('call'), tokenizer.idOf('ok')];
