@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { Rng } from '../src/engine/random.ts';
-import { copyDrillDocuments, copyDrillText, DRILL_SFT_DEFAULTS, drillDocument } from '../src/rl/copyDrill.ts';
+import { copyDrillDocuments, copyDrillText, DRILL_CORPUS, DRILL_SFT_DEFAULTS, drillDocument } from '../src/rl/copyDrill.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { runSft } from '../src/rl/sft.ts';
 import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
@@ -31,11 +31,11 @@ if (!(lr > 0)) throw new Error(`--lr must be > 0, got ${a.lr}`);
 const { run } = parseRunFile(parse(readFileSync(a.config, 'utf8')));
 const built = await buildRun(run);
 if (!built.model) throw new Error('the config has no gpt-oss policy');
-const documents = 40000;
+const { documents, seed } = DRILL_CORPUS;
 let docs: SftDocument[];
-if (!a.ordered && !a.control) docs = copyDrillDocuments(built.tokenizer, { documents, seed: 1, ids });
+if (!a.ordered && !a.control) docs = copyDrillDocuments(built.tokenizer, { documents, seed, ids });
 else {
-  const rng = new Rng(1), fresh = new Rng(99);
+  const rng = new Rng(seed), fresh = new Rng(99);
   docs = Array.from({ length: documents }, () => {
     const [, listed, repeated] = /^ids: (.*)\nagain: (.*)\n$/.exec(copyDrillText(rng, ids).text)!;
     let again = listed;

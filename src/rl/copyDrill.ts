@@ -93,6 +93,9 @@ export const DRILL_SFT_DEFAULTS = {
   checkpointEvery: 50, keepCheckpoints: 10,
 } as const;
 
+/** The drill corpus of a stage: `scripts/copy-drill.ts` and the curriculum's defaults. */
+export const DRILL_CORPUS = { documents: 40000, seed: 1 } as const;
+
 export interface CopyCurriculumSpec {
   /** Each stage's SFT output (metrics, checkpoints) goes to OUTDIR/stage-N. */
   outDir: string;

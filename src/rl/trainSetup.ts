@@ -19,6 +19,7 @@
  * grpo: { ... TrainerConfig, see config.ts }
  * ```
  */
+import { DRILL_CORPUS } from './copyDrill.ts';
 import { z } from 'zod';
 import type { ChatFormat, Tokenizer, ToolSpec } from '../llm/index.ts';
 import { createChatFormat, loadTokenizer } from '../llm/index.ts';
@@ -96,8 +97,8 @@ export const RunFileSchema = z.object({
    */
   curriculum: z.object({
     outDir: z.string(),
-    documents: z.number().int().min(1).default(40000),
-    seed: z.number().int().min(0).default(1),
+    documents: z.number().int().min(1).default(DRILL_CORPUS.documents),
+    seed: z.number().int().min(0).default(DRILL_CORPUS.seed),
     config: z.record(z.string(), z.unknown()).default({}),
     stages: z.array(z.object({
       ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max'),
@@ -129,6 +130,7 @@ export function runFileFromCheckpoint(raw: unknown, checkpoint: string, options:
   delete policy.preset;
   delete policy.modelConfig;
   delete file.prepare;
+  delete file.curriculum; // a checkpoint is past the curriculum: running it again would train over the loaded weights
   if (!options.keepSft) delete file.sft;
   return { ...file, policy };
 }

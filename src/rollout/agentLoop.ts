@@ -122,17 +122,19 @@ function stripSpecials(format: ChatFormat, tokens: readonly number[]): string {
   return format.tokenizer.decode(tokens.filter((t) => !format.tokenizer.isSpecial(t))).trim();
 }
 
-/** The env action for a parse: its content and tool calls (ids assigned here), or the fallback text on an error. */
-function toAction(parse: CompletionParse, format: ChatFormat, turn: number): { action: AgentTurn; callNames: [string, string][] } {
+/**
+ * The env action for a parse: its content and tool calls (ids assigned here), or the fallback text when the turn is
+ * unusable — malformed, or well-formed with neither text nor a tool call (the env needs one or the other).
+ */
+function toAction(parse: CompletionParse, format: ChatFormat, turn: number): { action: AgentTurn; callNames: [string, string][]; usable: boolean } {
   if (!parse.ok) {
     const text = parse.partial.content?.trim() || stripSpecials(format, parse.tokens) || '...';
-    return { action: { content: text, toolCalls: null }, callNames: [] };
+    return { action: { content: text, toolCalls: null }, callNames: [], usable: false };
   }
   const calls = (parse.toolCalls ?? []).map((c, i) => ({ id: `call_${turn}_${i}`, name: c.name, arguments: c.arguments }));
   const content = parse.content !== undefined && parse.content.trim() !== '' ? parse.content : null;
-  // An empty turn is sent as the malformed-turn placeholder (the loop counts it as a parse error).
-  if (content === null && calls.length === 0) return { action: { content: '...', toolCalls: null }, callNames: [] };
-  return { action: { content, toolCalls: calls.length > 0 ? calls : null }, callNames: calls.map((c) => [c.id, c.name]) };
+  if (content === null && calls.length === 0) return { action: { content: '...', toolCalls: null }, callNames: [], usable: false };
+  return { action: { content, toolCalls: calls.length > 0 ? calls : null }, callNames: calls.map((c) => [c.id, c.name]), usable: true };
 }
 
 let sessionCounter = 0;
@@ -211,17 +213,14 @@ export class AgentLoop {
         reason = 'max_response_tokens';
         break;
       }
-      // A well-formed but empty turn (no text, no tool call) is as unusable as a malformed one: the environment
-      // needs one or the other, so it counts as a parse error and follows the same policy.
-      const empty = parse.ok && (parse.toolCalls ?? []).length === 0 && (parse.content ?? '').trim() === '';
-      if (!parse.ok || empty) {
+      const { action, callNames: names, usable } = toAction(parse, o.format, numTurns);
+      if (!usable) {
         parseErrors++;
         if ((o.onParseError ?? 'send-text') === 'terminate') {
           reason = 'parse_error';
           break;
         }
       }
-      const { action, callNames: names } = toAction(parse, o.format, numTurns);
       for (const [id, name] of names) callNames.set(id, name);
       toolCalls += names.length;
       const [obs, r, terminated, truncated, info] = await env.step(action);

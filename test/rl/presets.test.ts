@@ -25,7 +25,7 @@ describe('presets/*.yaml', () => {
 });
 
 describe('runFileFromCheckpoint', () => {
-  it('points the policy at the checkpoint, drops preset, overrides, data stage and (by default) SFT', () => {
+  it('points the policy at the checkpoint, drops preset, overrides, data stage, curriculum and (by default) SFT', () => {
     const raw = parseYaml(readFileSync(join('presets', 'retail-tiny.yaml'), 'utf8'));
     const f = runFileFromCheckpoint(raw, 'ckpt/step-1');
     const { run } = parseRunFile(f);
@@ -34,7 +34,11 @@ describe('runFileFromCheckpoint', () => {
     assert.equal(run.policy.modelConfig, undefined);
     assert.equal(run.prepare, undefined);
     assert.equal(run.sft, undefined);
-    assert.ok(parseRunFile(runFileFromCheckpoint(raw, 'c', { keepSft: true })).run.sft);
+    assert.ok(parseRunFile(raw).run.curriculum, 'the preset has a curriculum');
+    assert.equal(run.curriculum, undefined);
+    const kept = parseRunFile(runFileFromCheckpoint(raw, 'c', { keepSft: true })).run;
+    assert.ok(kept.sft);
+    assert.equal(kept.curriculum, undefined);
     assert.ok((raw as { policy: { preset?: string } }).policy.preset, 'the input is not modified');
     assert.throws(() => runFileFromCheckpoint('not a mapping', 'c'), /not a mapping/);
   });
