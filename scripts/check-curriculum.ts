@@ -1,10 +1,10 @@
 /**
  * Reproducibility check for a run file's `curriculum`: runs its stages alone (fresh model from the run's policy,
- * the given tokenizer) and compares the final weights with a reference model folder, such as the last stage of a
+ * the tokenizer and task sets of a prepared data folder) and compares the final weights with a reference model folder, such as the last stage of a
  * chain of `scripts/copy-drill.ts` runs. Prints each stage's drill loss and the largest absolute weight difference.
  *
  *   node --import tsx scripts/check-curriculum.ts --config presets/retail-tiny.yaml \
- *     --tokenizer runs/retail-tiny/data/tokenizer.json --reference MODEL_DIR --out runs/check-curriculum
+ *     --data runs/retail-tiny/data --reference MODEL_DIR --out runs/check-curriculum
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,15 +14,16 @@ import { loadModel } from '../src/model/checkpoint/index.ts';
 import { runCopyCurriculum } from '../src/rl/copyDrill.ts';
 import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
 
-const { values: a } = parseArgs({ options: { config: { type: 'string' }, tokenizer: { type: 'string' }, reference: { type: 'string' }, out: { type: 'string' } } });
-if (!a.config || !a.tokenizer || !a.reference || !a.out) throw new Error('usage: --config RUN.yaml --tokenizer TOKENIZER.json --reference MODEL_DIR --out DIR');
-if (!existsSync(a.tokenizer)) throw new Error(`no tokenizer at ${a.tokenizer}`);
+const { values: a } = parseArgs({ options: { config: { type: 'string' }, data: { type: 'string' }, reference: { type: 'string' }, out: { type: 'string' } } });
+if (!a.config || !a.data || !a.reference || !a.out) throw new Error('usage: --config RUN.yaml --data PREPARED_DIR --reference MODEL_DIR --out DIR');
+for (const f of ['tokenizer.json', 'train', 'validation']) if (!existsSync(join(a.data, f))) throw new Error(`${a.data} is not a prepared data folder (no ${f})`);
 if (!existsSync(join(a.reference, 'config.json'))) throw new Error(`${a.reference} is not a model folder (no config.json)`);
 const raw = parse(readFileSync(a.config, 'utf8')) as Record<string, Record<string, unknown>>;
 if (!raw?.curriculum) throw new Error(`${a.config} has no curriculum section`);
 delete raw.prepare;
 delete raw.sft;
-raw.policy = { ...raw.policy, tokenizer: a.tokenizer };
+raw.policy = { ...raw.policy, tokenizer: join(a.data, 'tokenizer.json') };
+raw.taskOptions = { ...raw.taskOptions, dataDir: join(a.data, 'train'), valDir: join(a.data, 'validation') };
 raw.curriculum = { ...raw.curriculum, outDir: a.out };
 const { run } = parseRunFile(raw);
 const built = await buildRun(run);
