@@ -1,6 +1,7 @@
 /**
  * Copy diagnostic for an SFT checkpoint: the mean NLL of the assistant's digit tokens (the ids it copies from its
- * context) next to the mean NLL of its other tokens, on the last N expert documents of a run config.
+ * context) and of its name tokens (the letters of `first_name`, `last_name`, `email` and `user_id` arguments: the
+ * names it copies), next to the mean NLL of its other tokens, on the last N expert documents of a run config.
  * An agent that does not copy sits near ln(10) = 2.30 nats per digit with single-digit tokens (more with digit
  * groups); one that copies goes towards 0. `p>0.5` is the share of digit tokens the model gives more than half its
  * probability.
@@ -31,13 +32,34 @@ const isDigit = (id: number) => {
   if (v === undefined) digit.set(id, (v = /^\s?\d+$/.test(built.tokenizer.decode([id]))));
   return v;
 };
-let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0;
+/** Character spans of the name parts of tool-call arguments: first/last names, and the letters of emails and user ids. */
+function nameSpans(text: string): [number, number][] {
+  const spans: [number, number][] = [];
+  const re = /"(first_name|last_name|email|user_id)"\s*:\s*"([a-zA-Z]+)(?:[._]([a-zA-Z]+))?/g;
+  for (let m; (m = re.exec(text));) spans.push([m.index + m[0].length - m[2].length - (m[3] ? m[3].length + 1 : 0), m.index + m[0].length]);
+  return spans;
+}
+let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 for (const d of docs.slice(-n)) {
   const x = microBatchInput([d], [{ docs: [0], length: d.tokens.length }], { rows: [0], seqLen: d.tokens.length });
   const r = built.model.logprobs(x);
+  // Character offset of every target token in the decoded document, to find the name spans.
+  const starts: number[] = [];
+  let text = built.tokenizer.decode([d.tokens[0]]);
+  for (let i = 1; i < d.tokens.length; i++) {
+    starts.push(text.length); // target i - 1 is token i
+    text += built.tokenizer.decode([d.tokens[i]]);
+  }
+  if (text !== built.tokenizer.decode([...d.tokens])) throw new Error('copy-nll: token offsets do not reproduce the document text');
+  const spans = nameSpans(text);
+  const inName = (c: number) => spans.some(([s, e]) => c >= s && c < e);
   for (let i = 0; i < x.targets.length; i++) {
     if (!x.assistantMask[i]) continue;
-    if (isDigit(x.targets[i])) {
+    if (inName(starts[i])) {
+      nameNll -= r.logprobs[i];
+      names++;
+      if (r.logprobs[i] > Math.log(0.5)) nameConfident++;
+    } else if (isDigit(x.targets[i])) {
       digitNll -= r.logprobs[i];
       digits++;
       if (r.logprobs[i] > Math.log(0.5)) confident++;
@@ -47,4 +69,4 @@ for (const d of docs.slice(-n)) {
     }
   }
 }
-console.log(JSON.stringify({ checkpoint: a.checkpoint, digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, otherNll: otherNll / others, otherTokens: others }));
+console.log(JSON.stringify({ checkpoint: a.checkpoint, digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names, otherNll: otherNll / others, otherTokens: others }));

@@ -17,6 +17,7 @@
  */
 import { join } from 'node:path';
 import { Rng } from '../engine/random.ts';
+import { FIRST_NAMES, LAST_NAMES } from '../domains/retail/synth/catalog-data.ts';
 import type { Tokenizer } from '../llm/index.ts';
 import type { GptOssModel } from '../model/model.ts';
 import type { SftDocument } from './packing.ts';
@@ -27,6 +28,13 @@ export interface CopyDrillOptions {
   seed?: number;
   /** Ids listed per document, inclusive range. Default [4, 12]. */
   ids?: [number, number];
+  /**
+   * Share of the listed ids that are people rather than numbers: an email (`nora.jackson5298@example.com`), a user id
+   * (`nora_jackson_5298`) or a name (`Nora Jackson`), from the synthetic retail world's name lists. Names are
+   * whole-word tokens that the numeric drill never trains, and a wrong one fails the identity check every write task
+   * starts with. Default 0 (numeric ids only, the same documents as before the option existed).
+   */
+  people?: number;
 }
 
 const SHAPES: { prefix: string; digits: [number, number] }[] = [
@@ -39,7 +47,17 @@ const SHAPES: { prefix: string; digits: [number, number] }[] = [
   { prefix: '', digits: [4, 6] },
 ];
 
-function randomId(rng: Rng): string {
+function randomPerson(rng: Rng): string {
+  const first = FIRST_NAMES[rng.int(FIRST_NAMES.length)], last = LAST_NAMES[rng.int(LAST_NAMES.length)];
+  const shape = rng.int(3);
+  if (shape === 2) return `${first} ${last}`;
+  let digits = String(1 + rng.int(9));
+  while (digits.length < 4) digits += String(rng.int(10));
+  return shape === 0 ? `${first}.${last}${digits}@example.com`.toLowerCase() : `${first}_${last}_${digits}`.toLowerCase();
+}
+
+function randomId(rng: Rng, people: number): string {
+  if (people > 0 && rng.next() < people) return randomPerson(rng);
   const shape = SHAPES[rng.int(SHAPES.length)];
   const n = shape.digits[0] + rng.int(shape.digits[1] - shape.digits[0] + 1);
   let digits = String(1 + rng.int(9));
@@ -48,9 +66,9 @@ function randomId(rng: Rng): string {
 }
 
 /** One drill document as text, with the character offset where the trained part (the repetition) starts. */
-export function copyDrillText(rng: Rng, ids: [number, number] = [4, 12]): { text: string; trainedFrom: number } {
+export function copyDrillText(rng: Rng, ids: [number, number] = [4, 12], people = 0): { text: string; trainedFrom: number } {
   const k = ids[0] + rng.int(ids[1] - ids[0] + 1);
-  const listed = Array.from({ length: k }, () => randomId(rng));
+  const listed = Array.from({ length: k }, () => randomId(rng, people));
   const order = listed.map((_, i) => i);
   for (let i = order.length - 1; i > 0; i--) {
     const j = rng.int(i + 1);
@@ -75,10 +93,12 @@ export function copyDrillDocuments(tokenizer: Tokenizer, options: CopyDrillOptio
   if (!(Number.isInteger(options.documents) && options.documents >= 1)) throw new RangeError(`copyDrill: documents must be a positive integer, got ${options.documents}`);
   const ids = options.ids ?? [4, 12];
   if (!(Number.isInteger(ids[0]) && Number.isInteger(ids[1]) && ids[0] >= 1 && ids[1] >= ids[0])) throw new RangeError(`copyDrill: ids must be [min, max] with 1 ≤ min ≤ max, got ${JSON.stringify(ids)}`);
+  const people = options.people ?? 0;
+  if (!(people >= 0 && people <= 1)) throw new RangeError(`copyDrill: people must be a share in [0, 1], got ${options.people}`);
   const rng = new Rng(options.seed ?? 0);
   const docs: SftDocument[] = [];
   for (let d = 0; d < options.documents; d++) {
-    const { text, trainedFrom } = copyDrillText(rng, ids);
+    const { text, trainedFrom } = copyDrillText(rng, ids, people);
     docs.push(drillDocument(tokenizer, text.slice(0, trainedFrom), text.slice(trainedFrom)));
   }
   return docs;
@@ -104,7 +124,7 @@ export interface CopyCurriculumSpec {
   seed: number;
   /** SFT settings shared by all stages, over DRILL_SFT_DEFAULTS. */
   config: Record<string, unknown>;
-  stages: { ids: [number, number]; steps: number }[];
+  stages: { ids: [number, number]; steps: number; people?: number }[];
 }
 
 export interface CopyCurriculumStageResult {
@@ -127,7 +147,7 @@ export async function runCopyCurriculum(
   const { runSft } = await import('./sft.ts');
   const out: CopyCurriculumStageResult[] = [];
   for (const [i, stage] of spec.stages.entries()) {
-    const docs = copyDrillDocuments(options.tokenizer, { documents: spec.documents, seed: spec.seed, ids: stage.ids });
+    const docs = copyDrillDocuments(options.tokenizer, { documents: spec.documents, seed: spec.seed, ids: stage.ids, people: stage.people });
     const label = `curriculum stage ${i + 1}/${spec.stages.length} (ids ${stage.ids[0]}–${stage.ids[1]})`;
     const result = await runSft({ ...DRILL_SFT_DEFAULTS, ...spec.config, steps: stage.steps, padId: options.padId }, {
       model: options.model, data: docs, outDir: join(spec.outDir, `stage-${i + 1}`), resume: true, quiet: options.quiet ?? true,

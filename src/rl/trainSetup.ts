@@ -20,6 +20,8 @@
  * ```
  */
 import { DRILL_CORPUS } from './copyDrill.ts';
+import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
+import type { LoadedSynthTaskSet } from '../domains/retail/synth/taskset.ts';
 import { z } from 'zod';
 import type { ChatFormat, Tokenizer, ToolSpec } from '../llm/index.ts';
 import { createChatFormat, loadTokenizer } from '../llm/index.ts';
@@ -51,6 +53,11 @@ export const RunFileSchema = z.object({
     maxSteps: z.number().int().positive().optional(),
     /** retail-synth: tool schemas in the agent's prompt, τ²'s (`full`) or names and parameters only (`compact`). */
     tools: z.enum(['full', 'compact']).default('full'),
+    /**
+     * retail-synth: train (GRPO) only on tasks of these families (e.g. leave out families whose groups always score
+     * alike); validation keeps every family.
+     */
+    trainFamilies: z.array(z.enum(TASK_FAMILIES)).min(1).optional(),
   }).strict().default({ split: 'base', tools: 'full' }),
   policy: z.object({
     type: z.enum(['tabular', 'gpt-oss']),
@@ -89,6 +96,8 @@ export const RunFileSchema = z.object({
       documents: z.number().int().min(1),
       seed: z.number().int().min(0).default(0),
       ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max').default([4, 12]),
+      /** Share of listed ids that are people (emails, user ids, names); 0 = numeric ids only. */
+      people: z.number().min(0).max(1).default(0),
     }).strict().optional(),
   }).strict().optional(),
   /**
@@ -103,6 +112,8 @@ export const RunFileSchema = z.object({
     stages: z.array(z.object({
       ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max'),
       steps: z.number().int().min(1),
+      /** Share of listed ids that are people (emails, user ids, names); default 0. */
+      people: z.number().min(0).max(1).optional(),
     }).strict()).min(1),
   }).strict().optional(),
   /** The data stage (src/rl/prepare.ts), run by `longrun train` before everything else. */
@@ -174,6 +185,7 @@ function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: 
 }
 
 export async function buildRun(run: RunFile): Promise<BuiltRun> {
+  if (run.taskOptions.trainFamilies && run.task !== 'retail-synth') throw new Error(`taskOptions.trainFamilies applies to task retail-synth only, not ${run.task}`);
   if (run.task === 'toy') {
     const s = createToySetup({ lr: run.policy.type === 'tabular' ? run.policy.lr : undefined });
     const common = { format: s.format as ChatFormat, makeEnv: s.makeEnv as () => AgentEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId };
@@ -211,6 +223,14 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
 }
 
 /** Synthetic retail task sets (`longrun gen tasks`) played against the scripted user. */
+/** The GRPO training tasks of a synthetic task set: the first `maxTasks`, of the `trainFamilies` when given. */
+function trainTasksOf(tasks: LoadedSynthTaskSet['tasks'], o: RunFile['taskOptions']): string[] {
+  const families = o.trainFamilies ? new Set<string>(o.trainFamilies) : undefined;
+  const kept = families ? tasks.filter((t) => families.has(t.longrun.family)) : tasks;
+  if (kept.length === 0) throw new Error(`taskOptions.trainFamilies ${JSON.stringify(o.trainFamilies)}: the training task set has no task of these families`);
+  return kept.slice(0, o.maxTasks).map((t) => t.id);
+}
+
 async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const { readTaskSet } = await import('../domains/retail/synth/taskset.ts');
   const { makeSynthRetailEnv } = await import('../domains/retail/synth/env.ts');
@@ -234,7 +254,7 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
       engine: engineFor(run, model, undefined),
       format,
       makeEnv: () => makeSynthRetailEnv(trainSet, envOptions),
-      trainTasks: trainSet.tasks.slice(0, o.maxTasks).map((t) => t.id),
+      trainTasks: trainTasksOf(trainSet.tasks, o),
       valTasks: valSet?.tasks.map((t) => t.id),
       makeValEnv: valSet ? () => makeSynthRetailEnv(valSet, envOptions) : undefined,
       taskFamily: (id) => families.get(id),

@@ -27,6 +27,36 @@ test('copy drill text: the repetition is a subset of the listed ids, each id in 
   }
 });
 
+test('copy drill people: emails, user ids and names from the retail name lists; share 0 keeps the numeric stream', async () => {
+  const { FIRST_NAMES, LAST_NAMES } = await import('../../src/domains/retail/synth/catalog-data.ts');
+  const first = new Set(FIRST_NAMES), last = new Set(LAST_NAMES);
+  const lower = (xs: Set<string>) => new Set([...xs].map((x) => x.toLowerCase()));
+  const firstLow = lower(first), lastLow = lower(last);
+  const rng = new Rng(4);
+  const shapes = { email: 0, userId: 0, name: 0 };
+  for (let i = 0; i < 300; i++) {
+    const { text } = copyDrillText(rng, [2, 6], 1);
+    const [, listed, repeated] = /^ids: (.*)\nagain: (.*)\n$/.exec(text)!;
+    for (const id of repeated.split(', ')) assert.ok(listed.split(', ').includes(id));
+    for (const id of listed.split(', ')) {
+      let m: RegExpExecArray | null;
+      if ((m = /^([a-z]+)\.([a-z]+)([1-9]\d{3})@example\.com$/.exec(id))) { shapes.email++; assert.ok(firstLow.has(m[1]) && lastLow.has(m[2]), id); }
+      else if ((m = /^([a-z]+)_([a-z]+)_([1-9]\d{3})$/.exec(id))) { shapes.userId++; assert.ok(firstLow.has(m[1]) && lastLow.has(m[2]), id); }
+      else if ((m = /^([A-Z][a-z]+) ([A-Z][a-z]+)$/.exec(id))) { shapes.name++; assert.ok(first.has(m[1]) && last.has(m[2]), id); }
+      else assert.fail(`not a person shape: ${id}`);
+    }
+  }
+  assert.ok(shapes.email > 100 && shapes.userId > 100 && shapes.name > 100, JSON.stringify(shapes));
+  // A share of 0 draws nothing extra: the same documents as the numeric drill.
+  const a = new Rng(9), b = new Rng(9);
+  for (let i = 0; i < 50; i++) assert.deepEqual(copyDrillText(a, [2, 8], 0), copyDrillText(b, [2, 8]));
+  // A mixed share lists both kinds.
+  const mixed = copyDrillDocuments(tokenizer, { documents: 200, seed: 2, people: 0.5 }).map((d) => tokenizer.decode([...d.tokens])).join('');
+  assert.match(mixed, /@example\.com/);
+  assert.match(mixed, /#W\d{7}|credit_card_\d{7}/);
+  assert.throws(() => copyDrillDocuments(tokenizer, { documents: 1, people: 1.5 }), /people must be a share in \[0, 1\]/);
+});
+
 test('copy drill documents: deterministic, loss exactly on the repetition tokens', () => {
   const a = copyDrillDocuments(tokenizer, { documents: 30, seed: 5 });
   const b = copyDrillDocuments(tokenizer, { documents: 30, seed: 5 });
@@ -47,7 +77,9 @@ test('copy drill documents: deterministic, loss exactly on the repetition tokens
 test('run file: sft.copyDrill is validated', () => {
   const base = { task: 'toy', policy: { type: 'tabular' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
   const sft = (copyDrill: unknown) => ({ ...base, sft: { data: 'x.jsonl', outDir: 'out', copyDrill } });
-  assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.sft?.copyDrill, { documents: 10, seed: 0, ids: [4, 12] });
+  assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.sft?.copyDrill, { documents: 10, seed: 0, ids: [4, 12], people: 0 });
+  assert.equal(parseRunFile(sft({ documents: 10, people: 0.25 })).run.sft?.copyDrill?.people, 0.25);
+  assert.throws(() => parseRunFile(sft({ documents: 10, people: 2 })), /people|too big|<=/i);
   assert.throws(() => parseRunFile(sft({ documents: 0 })), /documents/);
   assert.throws(() => parseRunFile(sft({ documents: 5, ids: [5, 2] })), /min ≤ max/);
   assert.throws(() => parseRunFile(sft({ documents: 5, extra: 1 })), /extra|Unrecognized/i);
@@ -103,4 +135,6 @@ test('run file: curriculum is validated', () => {
   assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [4, 2], steps: 5 }] })), /min ≤ max/);
   assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 0 }] })), /steps/);
   assert.throws(() => parseRunFile(withCurriculum({ stages: [{ ids: [2, 3], steps: 1 }] })), /outDir/);
+  assert.equal(parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 5, people: 0.5 }] })).run.curriculum?.stages[0].people, 0.5);
+  assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 5, people: -0.1 }] })), /people|too small|>=/i);
 });

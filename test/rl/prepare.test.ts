@@ -76,4 +76,30 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('taskOptions.trainFamilies restricts the GRPO training tasks to those families and leaves validation whole', async () => {
+    const { buildRun, parseRunFile } = await import('../../src/rl/trainSetup.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-prepare-'));
+    try {
+      const a = await prepareRetailData({ dir, seed: 4, tasks: { train: 30, validation: 8, difficulty: 1, policy: 'compact', users: 30, orders: 60, families: ['cancel', 'info', 'failed_auth', 'return'] }, expert: { trials: 1 }, tokenizer: { vocabSize: 300 } });
+      const file = (taskOptions: Record<string, unknown>, task = 'retail-synth') => parseRunFile({
+        task, taskOptions: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact', ...taskOptions },
+        policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: a.tokenizer, format: 'harmony' },
+        grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } },
+      }).run;
+      const all = await buildRun(file({}));
+      const family = (id: string) => all.deps.taskFamily!(id)!;
+      const present = [...new Set(all.deps.trainTasks.map(family))];
+      assert.ok(present.length >= 3, `families in the set: ${present.join(', ')}`);
+      const chosen = present.slice(0, 2);
+      const some = await buildRun(file({ trainFamilies: chosen }));
+      assert.deepEqual(some.deps.trainTasks, all.deps.trainTasks.filter((id) => chosen.includes(family(id))));
+      assert.deepEqual(some.deps.valTasks, all.deps.valTasks);
+      await assert.rejects(buildRun(file({ trainFamilies: ['exchange'] })), /has no task of these families/);
+      assert.throws(() => file({ trainFamilies: ['no_such_family'] }), /trainFamilies|Invalid/);
+      await assert.rejects(buildRun(file({ trainFamilies: chosen }, 'toy')), /retail-synth only/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
