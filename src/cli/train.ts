@@ -37,11 +37,23 @@ export async function sftDocuments(run: RunFile, built: BuiltRun) {
   if (!run.sft) throw new Error('the config has no sft section');
   const { readTrajectoriesJsonl, buildSftDocuments } = await import('../rl/sftData.ts');
   const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
-  const expert = buildSftDocuments(readTrajectoriesJsonl(run.sft.data), built.deps.format, { maxSeqLen: seqLen, ...built.conversation });
-  if (!run.sft.copyDrill) return { ...expert, seqLen, drill: 0 };
-  const { copyDrillDocuments } = await import('../rl/copyDrill.ts');
-  const drill = copyDrillDocuments(built.tokenizer, run.sft.copyDrill).filter((d) => d.tokens.length <= seqLen);
-  return { ...expert, docs: [...expert.docs, ...drill], seqLen, drill: drill.length };
+  const records = readTrajectoriesJsonl(run.sft.data);
+  const expert = buildSftDocuments(records, built.deps.format, { maxSeqLen: seqLen, ...built.conversation });
+  const docs = [...expert.docs];
+  let drill = 0, identity = 0;
+  if (run.sft.copyDrill) {
+    const { copyDrillDocuments } = await import('../rl/copyDrill.ts');
+    const d = copyDrillDocuments(built.tokenizer, run.sft.copyDrill).filter((x) => x.tokens.length <= seqLen);
+    docs.push(...d);
+    drill = d.length;
+  }
+  if (run.sft.identityDrill) {
+    const { identityDrillRecords } = await import('../rl/identityDrill.ts');
+    const d = buildSftDocuments(identityDrillRecords(records, run.sft.identityDrill), built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
+    docs.push(...d);
+    identity = d.length;
+  }
+  return { ...expert, docs, seqLen, drill, identity };
 }
 
 /** The copy curriculum: drill stages that teach the fresh model to copy ids, before the SFT stage. */
@@ -58,9 +70,11 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
   if (!run.sft) return;
   if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
   const { runSft } = await import('../rl/sft.ts');
-  const { docs, stats, seqLen, drill } = await sftDocuments(run, built);
+  const { docs, stats, seqLen, drill, identity } = await sftDocuments(run, built);
+  const tokensOf = (from: number, count: number) => docs.slice(from, from + count).reduce((s, d) => s + d.tokens.length, 0);
   print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}` +
-    (drill > 0 ? `; plus ${drill} copy-drill documents (${docs.slice(-drill).reduce((s, d) => s + d.tokens.length, 0)} tokens)` : ''));
+    (drill > 0 ? `; plus ${drill} copy-drill documents (${tokensOf(stats.documents, drill)} tokens)` : '') +
+    (identity > 0 ? `; plus ${identity} identity-drill conversations (${tokensOf(stats.documents + drill, identity)} tokens)` : ''));
   if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
   let every = 0;
   const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, {

@@ -99,6 +99,14 @@ export const RunFileSchema = z.object({
       /** Share of listed ids that are people (emails, user ids, names); 0 = numeric ids only. */
       people: z.number().min(0).max(1).default(0),
     }).strict().optional(),
+    /**
+     * Identity-check conversations with fresh random people, on the openings of the expert trajectories, mixed into
+     * the SFT data (src/rl/identityDrill.ts); rendered without the system prompt, to stay short.
+     */
+    identityDrill: z.object({
+      documents: z.number().int().min(1),
+      seed: z.number().int().min(0).default(0),
+    }).strict().optional(),
   }).strict().optional(),
   /**
    * Copy-drill stages run before SFT, from the fresh model (src/rl/copyDrill.ts, runCopyCurriculum): each stage an

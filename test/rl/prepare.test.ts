@@ -98,6 +98,24 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       await assert.rejects(buildRun(file({ trainFamilies: ['exchange'] })), /has no task of these families/);
       assert.throws(() => file({ trainFamilies: ['no_such_family'] }), /trainFamilies|Invalid/);
       await assert.rejects(buildRun(file({ trainFamilies: chosen }, 'toy')), /retail-synth only/);
+
+      // The SFT documents: expert conversations, then copy-drill documents, then identity-drill conversations.
+      const { sftDocuments } = await import('../../src/cli/train.ts');
+      const withSft = parseRunFile({
+        task: 'retail-synth', taskOptions: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact' },
+        policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: a.tokenizer, format: 'harmony' },
+        sft: { data: a.trajectories, outDir: join(dir, 'sft'), config: { seqLen: 4096 }, copyDrill: { documents: 7 }, identityDrill: { documents: 5, seed: 2 } },
+        grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } },
+      }).run;
+      const mixed = await sftDocuments(withSft, all);
+      assert.equal(mixed.drill, 7);
+      assert.equal(mixed.identity, 5);
+      assert.equal(mixed.docs.length, mixed.stats.documents + 12);
+      for (const d of mixed.docs.slice(-5)) {
+        const trained = all.tokenizer.decode([...d.tokens].filter((_, i) => d.lossMask[i]));
+        assert.match(trained, /get_user_details[\s\S]*"user_id":"[a-z]+_[a-z]+_\d{4}"/);
+        assert.ok(d.tokens.length < 1000, `identity drill conversations are short (${d.tokens.length} tokens)`);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
