@@ -2,6 +2,8 @@
  * Copy diagnostic for an SFT checkpoint: the mean NLL of the assistant's digit tokens (the ids it copies from its
  * context) and of its name tokens (the letters of `first_name`, `last_name`, `email` and `user_id` arguments: the
  * names it copies), next to the mean NLL of its other tokens, on the last N expert documents of a run config.
+ * `nameNllByPlace` splits the name tokens by argument and by place: the first token of a name must be found by
+ * meaning (the email the user gave), the later ones follow it.
  * An agent that does not copy sits near ln(10) = 2.30 nats per digit with single-digit tokens (more with digit
  * groups); one that copies goes towards 0. `p>0.5` is the share of digit tokens the model gives more than half its
  * probability.
@@ -32,13 +34,15 @@ const isDigit = (id: number) => {
   if (v === undefined) digit.set(id, (v = /^\s?\d+$/.test(built.tokenizer.decode([id]))));
   return v;
 };
-/** Character spans of the name parts of tool-call arguments: first/last names, and the letters of emails and user ids. */
-function nameSpans(text: string): [number, number][] {
-  const spans: [number, number][] = [];
+/** Character spans of the name parts of tool-call arguments (first/last names, the letters of emails and user ids), with their argument. */
+function nameSpans(text: string): { start: number; end: number; field: string }[] {
+  const spans: { start: number; end: number; field: string }[] = [];
   const re = /"(first_name|last_name|email|user_id)"\s*:\s*"([a-zA-Z]+)(?:[._]([a-zA-Z]+))?/g;
-  for (let m; (m = re.exec(text));) spans.push([m.index + m[0].length - m[2].length - (m[3] ? m[3].length + 1 : 0), m.index + m[0].length]);
+  for (let m; (m = re.exec(text));) spans.push({ start: m.index + m[0].length - m[2].length - (m[3] ? m[3].length + 1 : 0), end: m.index + m[0].length, field: m[1] });
   return spans;
 }
+/** Name-token NLL by argument and by place: the first token of the name (found by meaning) or a later one. */
+const byPlace = new Map<string, { nll: number; tokens: number }>();
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 for (const d of docs.slice(-n)) {
   const x = microBatchInput([d], [{ docs: [0], length: d.tokens.length }], { rows: [0], seqLen: d.tokens.length });
@@ -52,10 +56,15 @@ for (const d of docs.slice(-n)) {
   }
   if (text !== built.tokenizer.decode([...d.tokens])) throw new Error('copy-nll: token offsets do not reproduce the document text');
   const spans = nameSpans(text);
-  const inName = (c: number) => spans.some(([s, e]) => c >= s && c < e);
   for (let i = 0; i < x.targets.length; i++) {
     if (!x.assistantMask[i]) continue;
-    if (inName(starts[i])) {
+    const span = spans.find((sp) => starts[i] >= sp.start && starts[i] < sp.end);
+    if (span) {
+      const key = `${span.field}:${starts[i] === span.start ? 'first' : 'rest'}`;
+      const b = byPlace.get(key) ?? { nll: 0, tokens: 0 };
+      b.nll -= r.logprobs[i];
+      b.tokens++;
+      byPlace.set(key, b);
       nameNll -= r.logprobs[i];
       names++;
       if (r.logprobs[i] > Math.log(0.5)) nameConfident++;
@@ -69,4 +78,5 @@ for (const d of docs.slice(-n)) {
     }
   }
 }
-console.log(JSON.stringify({ checkpoint: a.checkpoint, digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names, otherNll: otherNll / others, otherTokens: others }));
+console.log(JSON.stringify({ checkpoint: a.checkpoint, digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
+  nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others }));

@@ -86,7 +86,16 @@ export const TrainerConfigSchema = z.object({
       len: z.number().int().positive().default(256),
       penaltyFactor: z.number().min(0).default(1),
     }).strict().default({ enable: false, len: 256, penaltyFactor: 1 }),
-  }).strict().default({ advEstimator: 'grpo', normAdvByStdInGrpo: true, useKlInReward: false, klPenalty: 'kl', klCoef: 0.001, filterGroups: { enable: false, metric: 'reward', maxNumGenBatches: 10 }, rolloutCorrection: { rolloutIs: null, threshold: 2, bypassMode: false }, overlongBuffer: { enable: false, len: 256, penaltyFactor: 1 } }),
+    /**
+     * Partial credit for training only: an episode whose task reward r is below 1 earns `weight` × the share of the
+     * task's gold actions it matched (τ²'s action check: right tool, right arguments), r' = r + (1 − r) · weight · f.
+     * Validation keeps the task reward. Gives groups different rewards before the policy solves a task outright.
+     */
+    actionCredit: z.object({
+      enable: z.boolean().default(false),
+      weight: z.number().min(0).max(1).default(0.5),
+    }).strict().default({ enable: false, weight: 0.5 }),
+  }).strict().default({ advEstimator: 'grpo', normAdvByStdInGrpo: true, useKlInReward: false, klPenalty: 'kl', klCoef: 0.001, filterGroups: { enable: false, metric: 'reward', maxNumGenBatches: 10 }, rolloutCorrection: { rolloutIs: null, threshold: 2, bypassMode: false }, overlongBuffer: { enable: false, len: 256, penaltyFactor: 1 }, actionCredit: { enable: false, weight: 0.5 } }),
   trainer: z.object({
     totalSteps: z.number().int().positive(),
     seed: z.number().int().min(0).default(0),

@@ -23,6 +23,7 @@ import type { InferenceEngine } from '../rollout/inference.ts';
 import { computeAdvantages } from './advantages.ts';
 import { aggregateLoss } from './aggregate.ts';
 import type { TrainerConfig } from './config.ts';
+import { goldActionShare, withActionCredit } from './actionCredit.ts';
 import { dynamicSampling, overlongPenalty } from './dapo.ts';
 import { applyKlInReward, klPenalty, type KlPenaltyType } from './kl.ts';
 import type { Policy } from './policy.ts';
@@ -164,11 +165,13 @@ export class GrpoTrainer {
     return { groups: r.groups, genMetrics: { 'dapo/gen_rounds': r.rounds, 'dapo/dropped_groups': r.dropped, 'dapo/generated_groups': r.generated } };
   }
 
-  /** The reward used for training: the episode reward plus the DAPO overlong penalty when enabled. */
+  /** The reward used for training: the episode reward, with gold-action credit and the DAPO overlong penalty when enabled. */
   private shapedReward(t: Trajectory): number {
-    const ob = this.config.algorithm.overlongBuffer;
-    if (!ob.enable) return t.reward;
-    return t.reward + overlongPenalty(t.responseIds.length, { maxResponseLength: this.config.rollout.maxResponseTokens, bufferLength: ob.len, penaltyFactor: ob.penaltyFactor });
+    const { overlongBuffer: ob, actionCredit: ac } = this.config.algorithm;
+    let r = t.reward;
+    if (ac.enable) r = withActionCredit(r, goldActionShare(t.rewardInfo), ac.weight);
+    if (ob.enable) r += overlongPenalty(t.responseIds.length, { maxResponseLength: this.config.rollout.maxResponseTokens, bufferLength: ob.len, penaltyFactor: ob.penaltyFactor });
+    return r;
   }
 
   /** One training step; returns its metrics. */
@@ -192,9 +195,9 @@ export class GrpoTrainer {
     const R = batch.tensor('responses').shape[1];
     const mask = batch.tensor('response_mask').data;
 
-    // 7. Reward: token_level_scores from the agent loop, with overlong shaping when enabled.
+    // 7. Reward: token_level_scores from the agent loop, with gold-action credit and overlong shaping when enabled.
     const scores = batch.tensor('token_level_scores').data as Float32Array;
-    if (c.algorithm.overlongBuffer.enable) {
+    if (c.algorithm.overlongBuffer.enable || c.algorithm.actionCredit.enable) {
       trajectories.forEach((t, i) => {
         scores[i * R + Math.max(t.responseIds.length - 1, 0)] = this.shapedReward(t);
       });
@@ -242,6 +245,7 @@ export class GrpoTrainer {
       step: this.state.step,
       'reward/mean': mean(trajectories.map((t) => t.reward)),
       'reward/shaped_mean': mean(trajectories.map((t) => this.shapedReward(t))),
+      'reward/gold_action_share': mean(trajectories.map((t) => goldActionShare(t.rewardInfo))),
       'success/mean': mean(trajectories.map((t) => (t.success ? 1 : 0))),
       'response_length/mean': responseTokens / B,
       'response_length/max': Math.max(...trajectories.map((t) => t.responseIds.length)),

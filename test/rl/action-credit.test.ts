@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { goldActionShare, withActionCredit } from '../../src/rl/actionCredit.ts';
+import { parseTrainerConfig } from '../../src/rl/config.ts';
+import { GrpoTrainer } from '../../src/rl/trainer.ts';
+import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import type { AgentEnv } from '../../src/rollout/agentLoop.ts';
+
+describe('gold-action credit (training-only partial reward)', () => {
+  it('reads the matched share of gold actions from the reward info', () => {
+    const checks = (...m: boolean[]) => ({ actionChecks: m.map((actionMatch) => ({ actionMatch })) });
+    assert.equal(goldActionShare(checks(true, false, true, true)), 0.75);
+    assert.equal(goldActionShare(checks(false)), 0);
+    assert.equal(goldActionShare({ actionChecks: [] }), 0);
+    assert.equal(goldActionShare({ actionChecks: null }), 0, 'a premature end has no action checks');
+    assert.equal(goldActionShare(null), 0);
+    assert.equal(goldActionShare(undefined), 0);
+  });
+
+  it('r + (1 − r) · w · f: full success stays 1, failures earn a share of w', () => {
+    assert.equal(withActionCredit(1, 0.25, 0.5), 1);
+    assert.equal(withActionCredit(0, 0.75, 0.5), 0.375);
+    assert.equal(withActionCredit(0, 1, 0.5), 0.5);
+    assert.equal(withActionCredit(0, 0.5, 0), 0);
+    assert.equal(withActionCredit(0.5, 1, 0.5), 0.75);
+    assert.throws(() => withActionCredit(0, 0.5, 1.5), /weight must be in \[0, 1\]/);
+    assert.throws(() => withActionCredit(0, 2, 0.5), /share must be in \[0, 1\]/);
+    assert.throws(() => parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, algorithm: { actionCredit: { enable: true, weight: 2 } } }), /weight/);
+    assert.deepEqual(parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 } }).algorithm.actionCredit, { enable: false, weight: 0.5 });
+  });
+
+  it('the trainer trains on the shaped reward and reports the gold-action share; validation keeps the task reward', async () => {
+    // The toy env with action checks attached at episode end: every other episode matched 1 of 2 gold actions, the rest none.
+    const run = async (enable: boolean) => {
+      const s = createToySetup();
+      let episode = 0;
+      const makeEnv = (): AgentEnv => {
+        const env = s.makeEnv() as AgentEnv;
+        return {
+          reset: (o) => env.reset(o),
+          step: async (a) => {
+            const [obs, r, term, trunc, info] = await env.step(a);
+            if (!(term || trunc)) return [obs, r, term, trunc, info];
+            const matched = episode++ % 2 === 0;
+            return [obs, r, term, trunc, { ...info, rewardInfo: { actionChecks: [{ actionMatch: matched }, { actionMatch: false }] } }];
+          },
+        };
+      };
+      const config = parseTrainerConfig({
+        data: { trainBatchSize: 4 }, rollout: { n: 8, maxTurns: 3, maxResponseTokens: 40, concurrency: 4 },
+        algorithm: { actionCredit: { enable, weight: 0.4 } }, trainer: { totalSteps: 2, seed: 1, testFreq: 2, valN: 4 },
+      });
+      const t = new GrpoTrainer({ config, policy: s.policy, engine: s.engine, format: s.format, makeEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId });
+      return t.fit();
+    };
+    const on = await run(true);
+    const off = await run(false);
+    for (const h of on.history) {
+      assert.ok(h['reward/gold_action_share'] > 0 && h['reward/gold_action_share'] < 0.5, `share ${h['reward/gold_action_share']}`);
+      assert.ok(h['reward/shaped_mean'] > h['reward/mean'], 'failed episodes earned credit');
+      assert.ok(h['reward/shaped_mean'] <= h['reward/mean'] + 0.4 * 0.5 + 1e-9);
+    }
+    assert.equal(off.history[0]['reward/shaped_mean'], off.history[0]['reward/mean']);
+    // Step 1 is sampled from the same weights with the same seed: the same episodes, only the training reward differs.
+    assert.equal(on.history[0]['reward/mean'], off.history[0]['reward/mean']);
+    assert.equal(on.validations[0]['val/reward_mean'], off.validations[0]['val/reward_mean'], 'validation before training uses the task reward');
+    assert.ok(on.validations.every((v) => v['val/reward_mean'] <= 1));
+  });
+});
