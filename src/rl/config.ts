@@ -99,8 +99,10 @@ export const TrainerConfigSchema = z.object({
   trainer: z.object({
     totalSteps: z.number().int().positive(),
     seed: z.number().int().min(0).default(0),
-    /** Validate every N steps (0: never; also once before training when > 0). */
+    /** Validate every N steps (0: never; also once before training when > 0 and `valBeforeTrain`). */
     testFreq: z.number().int().min(0).default(0),
+    /** verl's `val_before_train`: false skips the step-0 validation (e.g. when it was measured already). */
+    valBeforeTrain: z.boolean().default(true),
     /** Samples per validation task (pass^k up to k = valN). */
     valN: z.number().int().positive().default(4),
     valTemperature: z.number().min(0).default(1),

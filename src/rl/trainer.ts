@@ -426,7 +426,7 @@ export class GrpoTrainer {
       this.deps.log?.(`resumed from ${t.checkpointDir} at step ${this.state.step}`);
     }
     const bar = t.progress ? new cliProgress.SingleBar({ format: '{phase} [{bar}] {value}/{total} episodes', hideCursor: true }, cliProgress.Presets.shades_classic) : null;
-    if (t.testFreq > 0 && this.state.step === 0) this.report(await this.validate());
+    if (t.testFreq > 0 && t.valBeforeTrain && this.state.step === 0) this.report(await this.validate());
     while (this.state.step < t.totalSteps) {
       const m = await this.trainStep(bar);
       this.report(m);

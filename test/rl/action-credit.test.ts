@@ -66,4 +66,16 @@ describe('gold-action credit (training-only partial reward)', () => {
     assert.equal(on.validations[0]['val/reward_mean'], off.validations[0]['val/reward_mean'], 'validation before training uses the task reward');
     assert.ok(on.validations.every((v) => v['val/reward_mean'] <= 1));
   });
+
+  it('trainer.valBeforeTrain: false skips the step-0 validation only', async () => {
+    const s = createToySetup();
+    const config = parseTrainerConfig({
+      data: { trainBatchSize: 2 }, rollout: { n: 4, maxTurns: 3, maxResponseTokens: 40, concurrency: 4 },
+      trainer: { totalSteps: 2, seed: 1, testFreq: 1, valN: 2, valBeforeTrain: false },
+    });
+    const t = new GrpoTrainer({ config, policy: s.policy, engine: s.engine, format: s.format, makeEnv: s.makeEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId });
+    const { validations } = await t.fit();
+    assert.equal(validations.length, 2, 'after steps 1 and 2, not before training');
+    assert.equal(parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 } }).trainer.valBeforeTrain, true);
+  });
 });
