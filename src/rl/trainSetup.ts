@@ -230,7 +230,6 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
   };
 }
 
-/** Synthetic retail task sets (`longrun gen tasks`) played against the scripted user. */
 /** The GRPO training tasks of a synthetic task set: the first `maxTasks`, of the `trainFamilies` when given. */
 function trainTasksOf(tasks: LoadedSynthTaskSet['tasks'], o: RunFile['taskOptions']): string[] {
   const families = o.trainFamilies ? new Set<string>(o.trainFamilies) : undefined;
@@ -239,6 +238,7 @@ function trainTasksOf(tasks: LoadedSynthTaskSet['tasks'], o: RunFile['taskOption
   return kept.slice(0, o.maxTasks).map((t) => t.id);
 }
 
+/** Synthetic retail task sets (`longrun gen tasks`) played against the scripted user. */
 async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const { readTaskSet } = await import('../domains/retail/synth/taskset.ts');
   const { makeSynthRetailEnv } = await import('../domains/retail/synth/env.ts');
