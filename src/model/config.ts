@@ -61,7 +61,7 @@ export function validateConfig(input: unknown): GptOssConfig {
     'bos_token_id', 'hidden_act', 'output_router_logits', 'router_aux_loss_coef', 'attention_dropout', 'experts_per_token',
     'num_experts', 'quantization_config', 'dtype', 'initial_context_length']);
   const raw = typeof input === 'object' && input !== null && !Array.isArray(input)
-    ? Object.fromEntries(Object.entries(input).filter(([k]) => !ignored.has(k)))
+    ? fromRopeParameters(Object.fromEntries(Object.entries(input).filter(([k]) => !ignored.has(k))))
     : input;
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
@@ -92,6 +92,50 @@ export function validateConfig(input: unknown): GptOssConfig {
   }
   if (problems.length) throw new Error(`invalid gpt-oss config: ${problems.join('; ')}`);
   return { ...c, layer_types: layerTypes };
+}
+
+/**
+ * transformers 5 writes RoPE as one `rope_parameters` object (`rope_type`, `rope_theta` and, for YaRN, its four
+ * numbers and `truncate`) where 4.x wrote `rope_theta` plus `rope_scaling`. Both spellings mean the same model, so
+ * the new one is rewritten into the old; a file that gives both must agree with itself.
+ */
+function fromRopeParameters(raw: Record<string, unknown>): Record<string, unknown> {
+  if (!('rope_parameters' in raw)) return raw;
+  const { rope_parameters: rp, ...rest } = raw;
+  if (typeof rp !== 'object' || rp === null || Array.isArray(rp)) {
+    throw new Error(`invalid gpt-oss config: rope_parameters must be an object, got ${JSON.stringify(rp)}`);
+  }
+  const { rope_theta: theta, ...scaling } = rp as Record<string, unknown>;
+  const problems: string[] = [];
+  if (theta !== undefined) {
+    if (rest.rope_theta !== undefined && rest.rope_theta !== theta) {
+      problems.push(`rope_parameters.rope_theta (${JSON.stringify(theta)}) disagrees with rope_theta (${JSON.stringify(rest.rope_theta)})`);
+    }
+    rest.rope_theta = theta;
+  }
+  const type = scaling.rope_type ?? 'default';
+  let implied: Record<string, unknown> | null;
+  if (type === 'default') {
+    const others = Object.keys(scaling).filter((k) => k !== 'rope_type');
+    if (others.length) problems.push(`rope_parameters with rope_type 'default' takes no ${others.join(', ')}`);
+    implied = null;
+  } else if (type === 'yarn') {
+    implied = scaling;
+  } else {
+    problems.push(`rope_parameters.rope_type ${JSON.stringify(type)} is not supported (gpt-oss uses 'yarn' or 'default')`);
+    implied = null;
+  }
+  if (rest.rope_scaling !== undefined && JSON.stringify(canonical(rest.rope_scaling)) !== JSON.stringify(canonical(implied))) {
+    problems.push('rope_parameters and rope_scaling are both given and disagree');
+  }
+  if (problems.length) throw new Error(`invalid gpt-oss config: ${problems.join('; ')}`);
+  return { ...rest, rope_scaling: implied };
+}
+
+function canonical(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const v = value as Record<string, unknown>;
+  return Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]));
 }
 
 const GPT_OSS_COMMON = {

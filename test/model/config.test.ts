@@ -67,3 +67,19 @@ test('the published gpt-oss-20b config.json (with its bookkeeping keys) parses t
   };
   assert.deepEqual(validateConfig(json), presetConfig('gpt-oss-20b'));
 });
+
+test('transformers 5 rope_parameters: the same model as rope_theta + rope_scaling; contradictions and other RoPE types refused', () => {
+  const yarn = { rope_type: 'yarn', factor: 32, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: 4096, truncate: false } as const;
+  const { rope_theta: theta, rope_scaling: _scaling, ...rest } = PRESETS['gpt-oss-20b'];
+  assert.deepEqual(validateConfig({ ...rest, rope_parameters: { ...yarn, rope_theta: theta } }), presetConfig('gpt-oss-20b'));
+  // Both spellings at once are fine when they agree (key order aside).
+  const both = { ...rest, rope_theta: theta, rope_scaling: { ...yarn }, rope_parameters: { rope_theta: theta, ...yarn } };
+  assert.deepEqual(validateConfig(both), presetConfig('gpt-oss-20b'));
+  const plain = validateConfig({ ...rest, rope_parameters: { rope_type: 'default', rope_theta: 5e5 } });
+  assert.equal(plain.rope_scaling, null);
+  assert.equal(plain.rope_theta, 5e5);
+  assert.throws(() => validateConfig({ ...rest, rope_theta: 1e4, rope_parameters: { ...yarn, rope_theta: theta } }), /rope_parameters\.rope_theta \(150000\) disagrees with rope_theta \(10000\)/);
+  assert.throws(() => validateConfig({ ...rest, rope_parameters: { rope_type: 'linear', factor: 2, rope_theta: theta } }), /rope_type "linear" is not supported/);
+  assert.throws(() => validateConfig({ ...rest, rope_scaling: { ...yarn, factor: 8 }, rope_parameters: { ...yarn, rope_theta: theta } }), /both given and disagree/);
+  assert.throws(() => validateConfig({ ...rest, rope_parameters: 'yarn' }), /rope_parameters must be an object/);
+});

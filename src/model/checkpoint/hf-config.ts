@@ -69,7 +69,8 @@ export function readHfConfig(dir: string): GptOssConfig {
 function withoutReleaseOnlyKeys(raw: unknown, path: string): unknown {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('initial_context_length' in raw)) return raw;
   const { initial_context_length: initial, ...rest } = raw as Record<string, unknown>;
-  const original = (rest.rope_scaling as { original_max_position_embeddings?: unknown } | null | undefined)?.original_max_position_embeddings;
+  type Rope = { original_max_position_embeddings?: unknown } | null | undefined;
+  const original = (rest.rope_scaling as Rope)?.original_max_position_embeddings ?? (rest.rope_parameters as Rope)?.original_max_position_embeddings;
   if (original !== undefined && initial !== original) {
     throw new CheckpointError('BAD_CONFIG', `${path}: initial_context_length ${JSON.stringify(initial)} disagrees with rope_scaling.original_max_position_embeddings ${JSON.stringify(original)}`);
   }
