@@ -10,3 +10,4 @@ export * from './norm';
 export * from './adamw';
 export * from './rows';
 export * from './attention';
+export * from './decode';

@@ -18,6 +18,7 @@ import { disposeMoeSaved, moeForward } from './layers/moe.ts';
 import { LayerKvCache } from './kvcache.ts';
 import type { GptOssModel } from './model.ts';
 import { decodeAttentionOne } from './ops/decodeAttention.ts';
+import { decodeAttentionWasm } from './ops/decodeAttentionWasm.ts';
 import { sampleToken, validateSampling, type SamplingOptions } from './sampling.ts';
 
 export interface GenerateOptions extends SamplingOptions {
@@ -46,11 +47,17 @@ export interface GenerateResult {
 /** Caches of one sequence, one per layer. */
 export type SequenceCache = LayerKvCache[];
 
+/**
+ * Most tokens one sequence may feed in one decode step (the rings' slack + 1): a session's new observation goes in
+ * chunks of this size instead of one token per step.
+ */
+export const MAX_DECODE_CHUNK = 256;
+
 export function createCaches(model: GptOssModel, capacity: number): SequenceCache {
-  const c = model.config;
+  const c = model.config, storage = model.ctx.impl === 'wasm' ? 'wasm' : 'js';
   return c.layer_types.map((kind) => (kind === 'sliding_attention'
-    ? new LayerKvCache(c.num_key_value_heads, c.head_dim, c.sliding_window, true)
-    : new LayerKvCache(c.num_key_value_heads, c.head_dim, capacity, false)));
+    ? new LayerKvCache(c.num_key_value_heads, c.head_dim, c.sliding_window, true, MAX_DECODE_CHUNK - 1, storage)
+    : new LayerKvCache(c.num_key_value_heads, c.head_dim, capacity, false, 0, storage)));
 }
 
 /**
@@ -76,13 +83,25 @@ export function prefill(model: GptOssModel, prompts: Int32Array[], caches: Seque
 }
 
 /**
- * One decode step for B sequences: token b sits at position caches[b][·].length. Appends the new keys and
- * returns the logits [B, V].
+ * One decode step for B sequences. Sequence b feeds `counts[b]` tokens (default 1; at most MAX_DECODE_CHUNK),
+ * taken in order from `tokens`, the first at position caches[b][·].length. Appends their keys and values and
+ * returns the logits [B, V] after each sequence's last fed token. The projections, MoE and head run on all fed
+ * tokens together; attention is single-query per token against its sequence's cache, on the Wasm kernels when the
+ * model runs on them.
  */
-export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: SequenceCache[], adapters = true): Float32Array {
+export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: SequenceCache[], adapters = true, counts?: ArrayLike<number>): Float32Array {
   const cfg = model.config, ctx = model.ctx, be = ctx.backend;
-  const B = tokens.length, { hq, hkv, d } = model.dims;
-  const positions = Int32Array.from(caches.map((c) => c[0].length));
+  const B = caches.length, N = tokens.length, { hq, hkv, d } = model.dims;
+  const per = counts ? Array.from(counts) : new Array<number>(B).fill(1);
+  if (per.length !== B) throw new RangeError(`decodeStep: ${per.length} counts for ${B} sequences`);
+  if (per.reduce((a, c) => a + c, 0) !== N) throw new RangeError(`decodeStep: counts add up to ${per.reduce((a, c) => a + c, 0)}, not the ${N} tokens`);
+  if (per.some((c) => !Number.isInteger(c) || c < 1 || c > MAX_DECODE_CHUNK)) throw new RangeError(`decodeStep: each sequence feeds 1–${MAX_DECODE_CHUNK} tokens, got ${per.join(', ')}`);
+  const seqOf = new Int32Array(N), positions = new Int32Array(N), last = new Int32Array(B);
+  for (let b = 0, t = 0; b < B; b++) {
+    for (let i = 0; i < per[b]; i++, t++) { seqOf[t] = b; positions[t] = caches[b][0].length + i; }
+    last[b] = t - 1;
+  }
+  const wasm = ctx.impl === 'wasm' && d % 4 === 0;
   const scale = 1 / Math.sqrt(d);
   let scores = new Float64Array(64);
   let x = embeddingForward(ctx, model.param('model.embed_tokens.weight'), tokens);
@@ -91,16 +110,23 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
     const { qh, kh, vh, sq, sk, sv } = projectQkv(ctx, L.attn, model.dims, n1.y, positions, model.rope, adapters);
     n1.y.dispose(); n1.rstd.dispose();
     for (const s of [sq, sk, sv]) disposeLinearSaved(s);
-    const orows = Tensor.empty([B, hq * d], { tag: TAG.act });
-    const od = orows.data(), qd = qh.data(), kd = kh.data(), vd = vh.data();
-    const sinks = L.attn.sinks.toArray();
-    const q = new Float32Array(hq * d);
-    for (let b = 0; b < B; b++) {
-      const cache = caches[b][L.index];
-      cache.append(kd, vd, B, b);
-      for (let h = 0; h < hq; h++) q.set(qd.subarray((h * B + b) * d, (h * B + b + 1) * d), h * d);
-      if (scores.length < cache.held) scores = new Float64Array(cache.held);
-      decodeAttentionOne(q, 0, cache.k.data(), cache.v.data(), cache.held, { hq, hkv, d, capacity: cache.capacity }, sinks, scale, od, b * hq * d, scores);
+    const orows = Tensor.empty([N, hq * d], { tag: TAG.act });
+    const kd = kh.data(), vd = vh.data();
+    for (let t = 0; t < N; t++) caches[seqOf[t]][L.index].append(kd, vd, N, t);
+    if (wasm) {
+      decodeAttentionWasm(qh, Array.from(positions, (p, t) => {
+        const cache = caches[seqOf[t]][L.index];
+        return { cache, lo: cache.lowest(p), hi: p };
+      }), L.attn.sinks, hq, hkv, d, scale, orows);
+    } else {
+      const od = orows.data(), qd = qh.data(), sinks = L.attn.sinks.toArray();
+      const q = new Float32Array(hq * d);
+      for (let t = 0; t < N; t++) {
+        const cache = caches[seqOf[t]][L.index], p = positions[t], lo = cache.lowest(p);
+        for (let h = 0; h < hq; h++) q.set(qd.subarray((h * N + t) * d, (h * N + t + 1) * d), h * d);
+        if (scores.length < p - lo + 1) scores = new Float64Array(p - lo + 1);
+        decodeAttentionOne(q, 0, cache.k.data(), cache.v.data(), lo, p, { hq, hkv, d, slots: cache.slots }, sinks, scale, od, t * hq * d, scores);
+      }
     }
     qh.dispose(); kh.dispose(); vh.dispose();
     const o = linearForward(ctx, L.attn.o, orows, adapters);
@@ -119,6 +145,13 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
     n2.y.dispose(); n2.rstd.dispose();
     x = be.add(x2, m, { tag: TAG.act });
     x2.dispose(); m.dispose();
+  }
+  if (N !== B) {
+    // only each sequence's last token reaches the head
+    const C = cfg.hidden_size, xd = x.data(), rows = Tensor.empty([B, C], { tag: TAG.act }), rd = rows.data();
+    for (let b = 0; b < B; b++) rd.set(xd.subarray(last[b] * C, (last[b] + 1) * C), b * C);
+    x.dispose();
+    x = rows;
   }
   const fn = be.rmsnorm(x, model.param('model.norm.weight'), cfg.rms_norm_eps, { tag: TAG.act });
   x.dispose();

@@ -8,7 +8,7 @@
  * A request's tokens depend only on its prompt, settings and seed, not on which batch it ran in.
  */
 import { Rng } from '../engine/index.ts';
-import { createCaches, decodeStep, prefill, type SequenceCache } from '../model/generate.ts';
+import { createCaches, decodeStep, MAX_DECODE_CHUNK, prefill, type SequenceCache } from '../model/generate.ts';
 import type { GptOssModel } from '../model/model.ts';
 import { sampleToken } from '../model/sampling.ts';
 import { BatchingEngine, type GenerateBatchFn } from './batching.ts';
@@ -84,7 +84,8 @@ export function gptOssStepModel(model: GptOssModel, adapters = true): StepModel<
         throw e;
       }
     },
-    decode: (tokens, states) => decodeStep(model, tokens, states, adapters),
+    decode: (tokens, states, counts) => decodeStep(model, tokens, states, adapters, counts),
+    maxFeedPerStep: MAX_DECODE_CHUNK,
     release: (state) => {
       for (const l of state) l.dispose();
     },

@@ -7,8 +7,8 @@
  *
  * Sessions (verl's sticky request ids): when a request names a `session` whose cache from the previous turn covers a
  * prefix of the new context, the sequence skips the prefill and instead feeds only the new tokens (the last sampled
- * token and the observation) through decode steps, one per iteration, alongside the others; it samples once they are
- * all in. The result equals a fresh prefill (KV-cached decode computes the same logits as a full forward). A context
+ * token and the observation) through decode steps alongside the others, in chunks of the model's `maxFeedPerStep`
+ * tokens per iteration (1 by default); it samples once they are all in. The result equals a fresh prefill (KV-cached decode computes the same logits as a full forward). A context
  * that does not extend the cached one, or would overflow its capacity, falls back to a fresh prefill. Sessions are
  * freed by `endSession` (the agent loop calls it when the episode ends) or evicted least-recently-used beyond
  * `maxSessions`.
@@ -21,8 +21,13 @@ import { validateRequest } from './inference.ts';
 export interface StepModel<S> {
   /** Starts sequences with one packed prefill. `capacities[i]` = positions to reserve. Returns [n, V] logits. */
   prefill(prompts: Int32Array[], capacities: number[]): { states: S[]; logits: Float32Array };
-  /** One decode step: sequence i is fed `tokens[i]`. Returns [n, V] logits. */
-  decode(tokens: Int32Array, states: S[]): Float32Array;
+  /**
+   * One decode step: sequence i is fed `counts[i]` tokens (all 1 when `counts` is absent), in order from `tokens`.
+   * Returns [n, V] logits, row i after sequence i's last fed token.
+   */
+  decode(tokens: Int32Array, states: S[], counts?: number[]): Float32Array;
+  /** Most tokens one sequence may feed in a decode step (default 1): a session's new context goes in chunks this big. */
+  readonly maxFeedPerStep?: number;
   /** Frees a sequence's state (KV cache). */
   release(state: S): void;
   readonly vocabSize: number;
@@ -73,6 +78,8 @@ export interface StepBatchingStats {
   prefilledTokens: number;
   /** Context tokens served from a session cache instead of being prefilled again. */
   reusedTokens: number;
+  /** Tokens run through decode steps (sampled tokens fed back, and sessions' new context). */
+  decodedTokens: number;
 }
 
 const reserve = (r: GenerationRequest) => r.tokens.length + r.maxNewTokens;
@@ -84,7 +91,7 @@ function isPrefix(prefix: readonly number[], of: readonly number[]): boolean {
 }
 
 export class StepBatchingEngine<S> implements InferenceEngine {
-  readonly stats: StepBatchingStats = { activePerIteration: [], admittedPerIteration: [], prefilledTokens: 0, reusedTokens: 0 };
+  readonly stats: StepBatchingStats = { activePerIteration: [], admittedPerIteration: [], prefilledTokens: 0, reusedTokens: 0, decodedTokens: 0 };
   private readonly waiting: Sequence<S>[] = [];
   private active: Sequence<S>[] = [];
   private running = false;
@@ -202,15 +209,21 @@ export class StepBatchingEngine<S> implements InferenceEngine {
         const admitted = this.admit();
         const resumed = admitted.filter((s) => this.resume(s));
         const fresh = admitted.filter((s) => !resumed.includes(s));
-        // Every running or resumed sequence feeds one token this iteration.
+        // Every running or resumed sequence feeds its next token, or the next chunk of its new context, this iteration.
         const stepping = [...this.active, ...resumed];
         const next: Sequence<S>[] = [];
         try {
           if (stepping.length > 0) {
-            const feed = stepping.map((s) => s.toFeed.shift()!);
-            const logits = this.model.decode(Int32Array.from(feed), stepping.map((s) => s.state!));
+            const chunk = Math.max(1, this.model.maxFeedPerStep ?? 1);
+            const feeds = stepping.map((s) => s.toFeed.splice(0, chunk));
+            const counts = feeds.map((f) => f.length);
+            const tokens = Int32Array.from(feeds.flat());
+            const logits = chunk > 1
+              ? this.model.decode(tokens, stepping.map((s) => s.state!), counts)
+              : this.model.decode(tokens, stepping.map((s) => s.state!));
+            this.stats.decodedTokens += tokens.length;
             stepping.forEach((s, i) => {
-              s.fed.push(feed[i]);
+              s.fed.push(...feeds[i]);
               if (!this.advance(s, logits.subarray(i * V, (i + 1) * V))) next.push(s);
             });
           }

@@ -50,6 +50,44 @@ for (const mlp of ['moe', 'dense'] as const) test(`KV-cache decode gives the ful
   model.dispose();
 });
 
+for (const impl of ['wasm', 'reference'] as const) test(`chunked decode: several tokens of a sequence per step (a session's observation) give the full-forward logits, past the window (${impl})`, () => {
+  // window 4 with chunks up to 9 tokens: a chunk's first token needs keys the chunk's later ones would overwrite
+  // in a ring of exactly W slots
+  const cfg = testConfig({ num_hidden_layers: 3, layer_types: undefined });
+  const model = new GptOssModel(cfg, { seed: 21, grads: false, impl });
+  const V = cfg.vocab_size;
+  const seqs = [randomTokens(40, V, 3), randomTokens(29, V, 4), randomTokens(33, V, 5)];
+  const full = seqs.map((s) => {
+    const r = model.logprobs({ tokens: s }, { fullLogprobs: true });
+    const a = r.fullLogprobs!.toArray();
+    r.fullLogprobs!.dispose();
+    return a;
+  });
+  const caches = seqs.map((s) => createCaches(model, s.length));
+  prefill(model, seqs.map((s) => s.subarray(0, 3)), caches);
+  const chunkPlan = [[1, 9, 2], [4, 1, 7], [9, 9, 1], [2, 3, 5], [1, 1, 1], [8, 6, 9]];
+  const fedTo = [3, 3, 3];
+  let worst = 0, steps = 0;
+  for (let step = 0; fedTo.some((f, b) => f < seqs[b].length); step++) {
+    const plan = chunkPlan[step % chunkPlan.length];
+    const active = seqs.map((_, b) => b).filter((b) => fedTo[b] < seqs[b].length);
+    const counts = active.map((b) => Math.min(plan[b], seqs[b].length - fedTo[b]));
+    const toks = Int32Array.from(active.flatMap((b, i) => [...seqs[b].subarray(fedTo[b], fedTo[b] + counts[i])]));
+    const logits = decodeStep(model, toks, active.map((b) => caches[b]), true, counts);
+    active.forEach((b, i) => {
+      fedTo[b] += counts[i];
+      const lp = logSoftmax(logits.subarray(i * V, (i + 1) * V));
+      for (let v = 0; v < V; v++) worst = Math.max(worst, Math.abs(lp[v] - full[b][(fedTo[b] - 1) * V + v]));
+    });
+    steps++;
+  }
+  assert.ok(steps >= 5);
+  assert.ok(worst < 2e-4, `chunked decode vs full forward max |Δ log p| = ${worst}`);
+  assert.throws(() => decodeStep(model, Int32Array.from([1, 2]), [caches[0]], true, [3]), /counts add up to 3, not the 2 tokens/);
+  for (const c of caches) for (const l of c) l.dispose();
+  model.dispose();
+});
+
 test('generation: same seed → same tokens; different prompt lengths; stop tokens; greedy matches argmax; log-probs consistent', () => {
   const cfg = testConfig();
   const model = new GptOssModel(cfg, { seed: 13, grads: false });
