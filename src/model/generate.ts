@@ -89,7 +89,13 @@ export function prefill(model: GptOssModel, prompts: Int32Array[], caches: Seque
  * tokens together; attention is single-query per token against its sequence's cache, on the Wasm kernels when the
  * model runs on them.
  */
-export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: SequenceCache[], adapters = true, counts?: ArrayLike<number>): Float32Array {
+export interface DecodeOptions {
+  /** Attention kernel: 'wasm' (default when the model runs on the Wasm kernels) or 'js' (the reference loop; benchmarks). */
+  kernel?: 'wasm' | 'js';
+}
+
+export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: SequenceCache[], adapters = true, counts?: ArrayLike<number>,
+  options: DecodeOptions = {}): Float32Array {
   const cfg = model.config, ctx = model.ctx, be = ctx.backend;
   const B = caches.length, N = tokens.length, { hq, hkv, d } = model.dims;
   const per = counts ? Array.from(counts) : new Array<number>(B).fill(1);
@@ -101,7 +107,7 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
     for (let i = 0; i < per[b]; i++, t++) { seqOf[t] = b; positions[t] = caches[b][0].length + i; }
     last[b] = t - 1;
   }
-  const wasm = ctx.impl === 'wasm' && d % 4 === 0;
+  const wasm = options.kernel !== 'js' && ctx.impl === 'wasm' && d % 4 === 0;
   const scale = 1 / Math.sqrt(d);
   let scores = new Float64Array(64);
   let x = embeddingForward(ctx, model.param('model.embed_tokens.weight'), tokens);

@@ -27,6 +27,10 @@ export interface ModelEngineOptions {
   maxBatchTokens?: number;
   /** Run LoRA adapters (default true). */
   adapters?: boolean;
+  /** Step level: most tokens of a session's new context fed per decode step (default MAX_DECODE_CHUNK; 1 = one per step). */
+  decodeChunk?: number;
+  /** Decode attention kernel (default 'wasm' on the Wasm backend; 'js' is the reference loop, for benchmarks). */
+  decodeKernel?: 'wasm' | 'js';
 }
 
 export function modelGenerateBatch(model: GptOssModel, adapters = true): GenerateBatchFn {
@@ -71,7 +75,10 @@ export function modelGenerateBatch(model: GptOssModel, adapters = true): Generat
 }
 
 /** The model as a `StepModel`: one KV cache per sequence, packed prefill, batched decode steps. */
-export function gptOssStepModel(model: GptOssModel, adapters = true): StepModel<SequenceCache> {
+export function gptOssStepModel(model: GptOssModel, adapters = true, options: Pick<ModelEngineOptions, 'decodeChunk' | 'decodeKernel'> = {}): StepModel<SequenceCache> {
+  const chunk = options.decodeChunk ?? MAX_DECODE_CHUNK;
+  if (!(Number.isInteger(chunk) && chunk >= 1 && chunk <= MAX_DECODE_CHUNK)) throw new RangeError(`decodeChunk must be an integer in 1–${MAX_DECODE_CHUNK}, got ${chunk}`);
+  const decodeOptions = { kernel: options.decodeKernel };
   return {
     vocabSize: model.config.vocab_size,
     prefill(prompts, capacities) {
@@ -84,8 +91,8 @@ export function gptOssStepModel(model: GptOssModel, adapters = true): StepModel<
         throw e;
       }
     },
-    decode: (tokens, states, counts) => decodeStep(model, tokens, states, adapters, counts),
-    maxFeedPerStep: MAX_DECODE_CHUNK,
+    decode: (tokens, states, counts) => decodeStep(model, tokens, states, adapters, counts, decodeOptions),
+    maxFeedPerStep: chunk,
     release: (state) => {
       for (const l of state) l.dispose();
     },
@@ -106,7 +113,7 @@ export function createModelEngine(model: GptOssModel, options: ModelEngineOption
 
 /** Iteration-level continuous batching: `maxBatchSize` sequences decoding at once. */
 export function createStepModelEngine(model: GptOssModel, options: ModelEngineOptions = {}): StepBatchingEngine<SequenceCache> {
-  return new StepBatchingEngine(gptOssStepModel(model, options.adapters ?? true), {
+  return new StepBatchingEngine(gptOssStepModel(model, options.adapters ?? true, options), {
     maxActive: options.maxBatchSize ?? 16,
     maxActiveTokens: options.maxBatchTokens,
     sampler: requestSampler,
