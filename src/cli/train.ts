@@ -53,7 +53,14 @@ export async function sftDocuments(run: RunFile, built: BuiltRun) {
     docs.push(...d);
     identity = d.length;
   }
-  return { ...expert, docs, seqLen, drill, identity };
+  let address = 0;
+  if (run.sft.addressDrill) {
+    const { addressDrillRecords } = await import('../rl/addressDrill.ts');
+    const d = buildSftDocuments(addressDrillRecords(records, run.sft.addressDrill), built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
+    docs.push(...d);
+    address = d.length;
+  }
+  return { ...expert, docs, seqLen, drill, identity, address };
 }
 
 /** The copy curriculum: drill stages that teach the fresh model to copy ids, before the SFT stage. */
@@ -70,11 +77,12 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
   if (!run.sft) return;
   if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
   const { runSft } = await import('../rl/sft.ts');
-  const { docs, stats, seqLen, drill, identity } = await sftDocuments(run, built);
+  const { docs, stats, seqLen, drill, identity, address } = await sftDocuments(run, built);
   const tokensOf = (from: number, count: number) => docs.slice(from, from + count).reduce((s, d) => s + d.tokens.length, 0);
   print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}` +
     (drill > 0 ? `; plus ${drill} copy-drill documents (${tokensOf(stats.documents, drill)} tokens)` : '') +
-    (identity > 0 ? `; plus ${identity} identity-drill conversations (${tokensOf(stats.documents + drill, identity)} tokens)` : ''));
+    (identity > 0 ? `; plus ${identity} identity-drill conversations (${tokensOf(stats.documents + drill, identity)} tokens)` : '') +
+    (address > 0 ? `; plus ${address} address-drill conversations (${tokensOf(stats.documents + drill + identity, address)} tokens)` : ''));
   if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
   let every = 0;
   const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, {

@@ -107,6 +107,14 @@ export const RunFileSchema = z.object({
       documents: z.number().int().min(1),
       seed: z.number().int().min(0).default(0),
     }).strict().optional(),
+    /**
+     * Address-change conversations of the expert trajectories with fresh random addresses, cut after the write call,
+     * mixed into the SFT data (src/rl/addressDrill.ts); rendered without the system prompt.
+     */
+    addressDrill: z.object({
+      documents: z.number().int().min(1),
+      seed: z.number().int().min(0).default(0),
+    }).strict().optional(),
   }).strict().optional(),
   /**
    * Copy-drill stages run before SFT, from the fresh model (src/rl/copyDrill.ts, runCopyCurriculum): each stage an
