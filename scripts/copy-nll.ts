@@ -8,7 +8,10 @@
  * groups); one that copies goes towards 0. `p>0.5` is the share of digit tokens the model gives more than half its
  * probability.
  *
- *   node --import tsx scripts/copy-nll.ts --config RUN.yaml --checkpoint SFT_CHECKPOINT [--docs 8]
+ * `--address` scores the last N documents that write an address instead, and splits out the address tokens of the write
+ * call (`address1`, `address2`, `city`, `state`, `zip`: copied from the customer's sentence) as `addressNll`.
+ *
+ *   node --import tsx scripts/copy-nll.ts --config RUN.yaml --checkpoint SFT_CHECKPOINT [--docs 8] [--address]
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -17,13 +20,13 @@ import { sftDocuments } from '../src/cli/train.ts';
 import { microBatchInput } from '../src/rl/packing.ts';
 import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/rl/trainSetup.ts';
 
-const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' } } });
-if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N]');
+const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false } } });
+if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N] [--address]');
 const n = Number(a.docs);
 if (!(Number.isInteger(n) && n > 0)) throw new Error(`--docs must be a positive integer, got ${a.docs}`);
 const raw = runFileFromCheckpoint(parse(readFileSync(a.config, 'utf8')), a.checkpoint, { keepSft: true }) as Record<string, unknown>;
 if (!raw.sft) throw new Error(`${a.config} has no sft section (copy-nll scores its expert documents)`);
-delete (raw.sft as Record<string, unknown>).copyDrill; // expert documents only
+for (const k of ['copyDrill', 'identityDrill', 'addressDrill']) delete (raw.sft as Record<string, unknown>)[k]; // expert documents only
 const { run } = parseRunFile(raw);
 const built = await buildRun(run);
 if (!built.model) throw new Error('the config has no gpt-oss policy');
@@ -41,10 +44,21 @@ function nameSpans(text: string): { start: number; end: number; field: string }[
   for (let m; (m = re.exec(text));) spans.push({ start: m.index + m[0].length - m[2].length - (m[3] ? m[3].length + 1 : 0), end: m.index + m[0].length, field: m[1] });
   return spans;
 }
+/** Character spans of the address fields in the arguments of address writes. */
+function addressSpans(text: string): { start: number; end: number; field: string }[] {
+  const spans: { start: number; end: number; field: string }[] = [];
+  const re = /"(address1|address2|city|state|zip)"\s*:\s*"([^"]+)"/g;
+  for (let m; (m = re.exec(text));) spans.push({ start: m.index + m[0].length - 1 - m[2].length, end: m.index + m[0].length - 1, field: m[1] });
+  return spans;
+}
+const writesAddress = (text: string) => /to=functions\.(modify_pending_order_address|modify_user_address)/.test(text);
 /** Name-token NLL by argument and by place: the first token of the name (found by meaning) or a later one. */
 const byPlace = new Map<string, { nll: number; tokens: number }>();
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
-for (const d of docs.slice(-n)) {
+let addressNll = 0, addressTokens = 0, addressConfident = 0;
+const scored = a.address ? docs.filter((d) => writesAddress(built.tokenizer.decode([...d.tokens]))).slice(-n) : docs.slice(-n);
+if (scored.length === 0) throw new Error('copy-nll: no document to score');
+for (const d of scored) {
   const x = microBatchInput([d], [{ docs: [0], length: d.tokens.length }], { rows: [0], seqLen: d.tokens.length });
   const r = built.model.logprobs(x);
   // Character offset of every target token in the decoded document, to find the name spans.
@@ -55,11 +69,21 @@ for (const d of docs.slice(-n)) {
     text += built.tokenizer.decode([d.tokens[i]]);
   }
   if (text !== built.tokenizer.decode([...d.tokens])) throw new Error('copy-nll: token offsets do not reproduce the document text');
-  const spans = nameSpans(text);
+  const spans = nameSpans(text), addrSpans = a.address ? addressSpans(text) : [];
   for (let i = 0; i < x.targets.length; i++) {
     if (!x.assistantMask[i]) continue;
     const span = spans.find((sp) => starts[i] >= sp.start && starts[i] < sp.end);
-    if (span) {
+    const addr = addrSpans.find((sp) => starts[i] >= sp.start && starts[i] < sp.end);
+    if (addr) {
+      const key = `${addr.field}:${starts[i] === addr.start ? 'first' : 'rest'}`;
+      const b = byPlace.get(key) ?? { nll: 0, tokens: 0 };
+      b.nll -= r.logprobs[i];
+      b.tokens++;
+      byPlace.set(key, b);
+      addressNll -= r.logprobs[i];
+      addressTokens++;
+      if (r.logprobs[i] > Math.log(0.5)) addressConfident++;
+    } else if (span) {
       const key = `${span.field}:${starts[i] === span.start ? 'first' : 'rest'}`;
       const b = byPlace.get(key) ?? { nll: 0, tokens: 0 };
       b.nll -= r.logprobs[i];
@@ -78,5 +102,5 @@ for (const d of docs.slice(-n)) {
     }
   }
 }
-console.log(JSON.stringify({ checkpoint: a.checkpoint, digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
+console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
   nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others }));
