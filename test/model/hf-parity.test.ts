@@ -36,8 +36,8 @@ const rows = meta.input_ids.length, T = meta.input_ids[0].length;
 const tokens = meta.input_ids.flat();
 const targets = meta.input_ids.flatMap((row) => row.map((_, t) => (t + 1 < row.length ? row[t + 1] : -1)));
 
-function run(options: Omit<ModelOptions, 'seed'>, fn: (m: GptOssModel) => void): void {
-  const model = loadModel(DIR, options);
+function run(options: Omit<ModelOptions, 'seed'>, fn: (m: GptOssModel) => void, dir = DIR): void {
+  const model = loadModel(dir, options);
   try {
     fn(model);
   } finally {
@@ -105,4 +105,48 @@ describe(`parity with transformers ${meta.transformers} gpt-oss`, () => {
       });
     });
   }
+});
+
+/**
+ * MXFP4: `test/fixtures/hf-gpt-oss-mxfp4/` holds a checkpoint our exporter wrote with MXFP4 experts, the way the
+ * released gpt-oss checkpoints store them (scripts/hf/make-mxfp4-model.ts), and what transformers 5.17 read out of
+ * it with its own dequantiser (`from_pretrained` with `Mxfp4Config(dequantize=True)`,
+ * scripts/hf/gpt_oss_mxfp4_reference.py): the expert weights and the logits for fixed tokens. The same files through
+ * our loader must give the same weights and logits, or our reading of the block/scale layout (and so of the real
+ * checkpoints) would be wrong.
+ */
+describe('MXFP4 experts read like transformers reads them', () => {
+  const MX = new URL('../fixtures/hf-gpt-oss-mxfp4/', import.meta.url).pathname;
+  const mxMeta = JSON.parse(readFileSync(`${MX}mxfp4_meta.json`, 'utf8')) as { input_ids: number[][] };
+  const mxRef = readSafetensors(`${MX}mxfp4_reference.safetensors`).tensors;
+
+  it('gives the dequantised expert weights exactly', () => {
+    run({ impl: 'wasm' }, (m) => {
+      let compared = 0;
+      for (const [name, t] of mxRef) {
+        if (!name.includes('.mlp.experts.')) continue;
+        const ours = m.param(name).data();
+        assert.deepEqual(t.shape, m.param(name).shape.slice(), name);
+        const theirs = t.data as Float32Array;
+        let diff = 0;
+        for (let i = 0; i < ours.length; i++) diff = Math.max(diff, Math.abs(ours[i] - theirs[i]));
+        assert.equal(diff, 0, `${name} differs by up to ${diff}`);
+        compared++;
+      }
+      assert.equal(compared, 2 * m.config.num_hidden_layers);
+    }, MX);
+  });
+
+  it("gives transformers' logits", () => {
+    run({ impl: 'wasm' }, (m) => {
+      const ids = mxMeta.input_ids;
+      const out = m.forward({ tokens: ids.flat(), batch: ids.length }, { logits: true, grad: false });
+      try {
+        const err = relErr(out.logits!.data(), mxRef.get('logits')!.data as Float32Array);
+        assert.ok(err < 1e-4, `logits relative error ${err}`);
+      } finally {
+        out.logits!.dispose();
+      }
+    }, MX);
+  });
 });
