@@ -6,15 +6,25 @@
  * already checks each gold action against the episode's tool calls (right tool, right compared arguments; the
  * `actionChecks` of its reward info); the share matched says how far an episode got. With weight w, an episode of
  * task reward r and matched share f trains on r + (1 − r) · w · f: a full success still scores 1, above any partial
- * one when w < 1. Validation keeps the task reward.
+ * one when w < 1. Validation keeps the task reward. With `actions: 'writes'` only the gold writes count: reads (the
+ * identity lookups every episode starts with) earn nothing, so a policy cannot settle on the lookups alone.
  */
 
-/** The share of gold actions an episode matched, from its reward info; 0 when there is none (e.g. a truncated episode). */
-export function goldActionShare(rewardInfo: unknown): number {
+/** Which gold actions earn credit: all of them, or only the writes (reads such as the identity lookups earn none). */
+export type CreditedActions = 'all' | 'writes';
+
+/**
+ * The share of gold actions an episode matched, from its reward info; 0 when there is none (e.g. a truncated
+ * episode, or a task without gold writes when only writes count).
+ */
+export function goldActionShare(rewardInfo: unknown, actions: CreditedActions = 'all'): number {
   if (typeof rewardInfo !== 'object' || rewardInfo === null) return 0;
-  const checks = (rewardInfo as { actionChecks?: unknown }).actionChecks;
-  if (!Array.isArray(checks) || checks.length === 0) return 0;
-  return checks.filter((c) => typeof c === 'object' && c !== null && (c as { actionMatch?: unknown }).actionMatch === true).length / checks.length;
+  const all = (rewardInfo as { actionChecks?: unknown }).actionChecks;
+  if (!Array.isArray(all)) return 0;
+  const checks = (all as unknown[]).filter((c): c is { actionMatch?: unknown; toolType?: unknown } => typeof c === 'object' && c !== null)
+    .filter((c) => actions === 'all' || c.toolType === 'write');
+  if (checks.length === 0) return 0;
+  return checks.filter((c) => c.actionMatch === true).length / checks.length;
 }
 
 /** r + (1 − r) · weight · share. */

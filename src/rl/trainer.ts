@@ -169,7 +169,7 @@ export class GrpoTrainer {
   private shapedReward(t: Trajectory): number {
     const { overlongBuffer: ob, actionCredit: ac } = this.config.algorithm;
     let r = t.reward;
-    if (ac.enable) r = withActionCredit(r, goldActionShare(t.rewardInfo), ac.weight);
+    if (ac.enable) r = withActionCredit(r, goldActionShare(t.rewardInfo, ac.actions), ac.weight);
     if (ob.enable) r += overlongPenalty(t.responseIds.length, { maxResponseLength: this.config.rollout.maxResponseTokens, bufferLength: ob.len, penaltyFactor: ob.penaltyFactor });
     return r;
   }
@@ -246,6 +246,7 @@ export class GrpoTrainer {
       'reward/mean': mean(trajectories.map((t) => t.reward)),
       'reward/shaped_mean': mean(trajectories.map((t) => this.shapedReward(t))),
       'reward/gold_action_share': mean(trajectories.map((t) => goldActionShare(t.rewardInfo))),
+      'reward/gold_write_share': mean(trajectories.map((t) => goldActionShare(t.rewardInfo, 'writes'))),
       'success/mean': mean(trajectories.map((t) => (t.success ? 1 : 0))),
       'response_length/mean': responseTokens / B,
       'response_length/max': Math.max(...trajectories.map((t) => t.responseIds.length)),

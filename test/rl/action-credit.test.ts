@@ -17,6 +17,17 @@ describe('gold-action credit (training-only partial reward)', () => {
     assert.equal(goldActionShare(undefined), 0);
   });
 
+  it("actions 'writes': only the gold writes count; no credit on tasks without one", () => {
+    const info = { actionChecks: [
+      { actionMatch: true, toolType: 'read' }, { actionMatch: true, toolType: 'read' },
+      { actionMatch: false, toolType: 'write' }, { actionMatch: true, toolType: 'write' },
+    ] };
+    assert.equal(goldActionShare(info), 0.75);
+    assert.equal(goldActionShare(info, 'all'), 0.75);
+    assert.equal(goldActionShare(info, 'writes'), 0.5);
+    assert.equal(goldActionShare({ actionChecks: [{ actionMatch: true, toolType: 'read' }] }, 'writes'), 0, 'reads only: nothing to credit');
+  });
+
   it('r + (1 − r) · w · f: full success stays 1, failures earn a share of w', () => {
     assert.equal(withActionCredit(1, 0.25, 0.5), 1);
     assert.equal(withActionCredit(0, 0.75, 0.5), 0.375);
@@ -26,7 +37,8 @@ describe('gold-action credit (training-only partial reward)', () => {
     assert.throws(() => withActionCredit(0, 0.5, 1.5), /weight must be in \[0, 1\]/);
     assert.throws(() => withActionCredit(0, 2, 0.5), /share must be in \[0, 1\]/);
     assert.throws(() => parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, algorithm: { actionCredit: { enable: true, weight: 2 } } }), /weight/);
-    assert.deepEqual(parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 } }).algorithm.actionCredit, { enable: false, weight: 0.5 });
+    assert.deepEqual(parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 } }).algorithm.actionCredit, { enable: false, weight: 0.5, actions: 'all' });
+    assert.throws(() => parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, algorithm: { actionCredit: { enable: true, actions: 'reads' } } }), /actions/);
   });
 
   it('the trainer trains on the shaped reward and reports the gold-action share; validation keeps the task reward', async () => {
