@@ -10,21 +10,38 @@
  * identity lookups every episode starts with) earn nothing, so a policy cannot settle on the lookups alone.
  */
 
-/** Which gold actions earn credit: all of them, or only the writes (reads such as the identity lookups earn none). */
-export type CreditedActions = 'all' | 'writes';
+/**
+ * Which gold actions earn credit: all of them; only the writes (reads such as the identity lookups earn none); or
+ * the writes graded, a matched write 1 and a call of the right write tool with other arguments ½ (the right action
+ * for the request, not yet the right ids).
+ */
+export type CreditedActions = 'all' | 'writes' | 'writes-graded';
 
 /**
  * The share of gold actions an episode matched, from its reward info; 0 when there is none (e.g. a truncated
  * episode, or a task without gold writes when only writes count).
  */
-export function goldActionShare(rewardInfo: unknown, actions: CreditedActions = 'all'): number {
+export function goldActionShare(rewardInfo: unknown, actions: CreditedActions = 'all', calledTools: ReadonlySet<string> = new Set()): number {
   if (typeof rewardInfo !== 'object' || rewardInfo === null) return 0;
   const all = (rewardInfo as { actionChecks?: unknown }).actionChecks;
   if (!Array.isArray(all)) return 0;
-  const checks = (all as unknown[]).filter((c): c is { actionMatch?: unknown; toolType?: unknown } => typeof c === 'object' && c !== null)
+  const checks = (all as unknown[])
+    .filter((c): c is { actionMatch?: unknown; toolType?: unknown; action?: { name?: unknown } } => typeof c === 'object' && c !== null)
     .filter((c) => actions === 'all' || c.toolType === 'write');
   if (checks.length === 0) return 0;
-  return checks.filter((c) => c.actionMatch === true).length / checks.length;
+  let credit = 0;
+  for (const c of checks) {
+    if (c.actionMatch === true) credit += 1;
+    else if (actions === 'writes-graded' && typeof c.action?.name === 'string' && calledTools.has(c.action.name)) credit += 0.5;
+  }
+  return credit / checks.length;
+}
+
+/** Names of the tools the agent called in an episode's messages. */
+export function calledToolNames(messages: readonly { role: string; toolCalls?: readonly { name: string }[] | null }[]): Set<string> {
+  const names = new Set<string>();
+  for (const m of messages) if (m.role === 'assistant') for (const c of m.toolCalls ?? []) names.add(c.name);
+  return names;
 }
 
 /** r + (1 − r) · weight · share. */

@@ -94,8 +94,11 @@ export const TrainerConfigSchema = z.object({
     actionCredit: z.object({
       enable: z.boolean().default(false),
       weight: z.number().min(0).max(1).default(0.5),
-      /** 'all' gold actions, or only the 'writes' (no credit for reads such as the identity lookups). */
-      actions: z.enum(['all', 'writes']).default('all'),
+      /**
+       * 'all' gold actions; only the 'writes' (no credit for reads such as the identity lookups); or 'writes-graded':
+       * a matched write 1, a call of the right write tool with other arguments ½.
+       */
+      actions: z.enum(['all', 'writes', 'writes-graded']).default('all'),
     }).strict().default({ enable: false, weight: 0.5, actions: 'all' }),
   }).strict().default({ advEstimator: 'grpo', normAdvByStdInGrpo: true, useKlInReward: false, klPenalty: 'kl', klCoef: 0.001, filterGroups: { enable: false, metric: 'reward', maxNumGenBatches: 10 }, rolloutCorrection: { rolloutIs: null, threshold: 2, bypassMode: false }, overlongBuffer: { enable: false, len: 256, penaltyFactor: 1 }, actionCredit: { enable: false, weight: 0.5, actions: 'all' } }),
   trainer: z.object({

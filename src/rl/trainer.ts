@@ -23,7 +23,7 @@ import type { InferenceEngine } from '../rollout/inference.ts';
 import { computeAdvantages } from './advantages.ts';
 import { aggregateLoss } from './aggregate.ts';
 import type { TrainerConfig } from './config.ts';
-import { goldActionShare, withActionCredit } from './actionCredit.ts';
+import { calledToolNames, goldActionShare, withActionCredit } from './actionCredit.ts';
 import { dynamicSampling, overlongPenalty } from './dapo.ts';
 import { applyKlInReward, klPenalty, type KlPenaltyType } from './kl.ts';
 import type { Policy } from './policy.ts';
@@ -169,7 +169,7 @@ export class GrpoTrainer {
   private shapedReward(t: Trajectory): number {
     const { overlongBuffer: ob, actionCredit: ac } = this.config.algorithm;
     let r = t.reward;
-    if (ac.enable) r = withActionCredit(r, goldActionShare(t.rewardInfo, ac.actions), ac.weight);
+    if (ac.enable) r = withActionCredit(r, goldActionShare(t.rewardInfo, ac.actions, calledToolNames(t.messages)), ac.weight);
     if (ob.enable) r += overlongPenalty(t.responseIds.length, { maxResponseLength: this.config.rollout.maxResponseTokens, bufferLength: ob.len, penaltyFactor: ob.penaltyFactor });
     return r;
   }
@@ -247,6 +247,7 @@ export class GrpoTrainer {
       'reward/shaped_mean': mean(trajectories.map((t) => this.shapedReward(t))),
       'reward/gold_action_share': mean(trajectories.map((t) => goldActionShare(t.rewardInfo))),
       'reward/gold_write_share': mean(trajectories.map((t) => goldActionShare(t.rewardInfo, 'writes'))),
+      'reward/gold_write_graded': mean(trajectories.map((t) => goldActionShare(t.rewardInfo, 'writes-graded', calledToolNames(t.messages)))),
       'success/mean': mean(trajectories.map((t) => (t.success ? 1 : 0))),
       'response_length/mean': responseTokens / B,
       'response_length/max': Math.max(...trajectories.map((t) => t.responseIds.length)),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { goldActionShare, withActionCredit } from '../../src/rl/actionCredit.ts';
+import { calledToolNames, goldActionShare, withActionCredit } from '../../src/rl/actionCredit.ts';
 import { parseTrainerConfig } from '../../src/rl/config.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
 import { createToySetup } from '../../src/rl/toy/toyTask.ts';
@@ -26,6 +26,20 @@ describe('gold-action credit (training-only partial reward)', () => {
     assert.equal(goldActionShare(info, 'all'), 0.75);
     assert.equal(goldActionShare(info, 'writes'), 0.5);
     assert.equal(goldActionShare({ actionChecks: [{ actionMatch: true, toolType: 'read' }] }, 'writes'), 0, 'reads only: nothing to credit');
+  });
+
+  it("actions 'writes-graded': a matched write 1, the right write tool with other arguments ½", () => {
+    const write = (name: string, actionMatch: boolean) => ({ actionMatch, toolType: 'write', action: { name, arguments: {} } });
+    const info = { actionChecks: [{ actionMatch: true, toolType: 'read', action: { name: 'get_order_details' } }, write('cancel_pending_order', false), write('modify_user_address', true)] };
+    const called = calledToolNames([
+      { role: 'assistant', toolCalls: [{ name: 'get_order_details' }, { name: 'cancel_pending_order' }] },
+      { role: 'user', toolCalls: [{ name: 'modify_user_address' }] },
+      { role: 'assistant', toolCalls: null },
+    ]);
+    assert.deepEqual([...called].sort(), ['cancel_pending_order', 'get_order_details'], 'the agent\'s calls only');
+    assert.equal(goldActionShare(info, 'writes-graded', called), (0.5 + 1) / 2);
+    assert.equal(goldActionShare(info, 'writes-graded', new Set()), 1 / 2, 'no call of the unmatched tool: no half credit');
+    assert.equal(goldActionShare(info, 'writes', called), 1 / 2);
   });
 
   it('r + (1 − r) · w · f: full success stays 1, failures earn a share of w', () => {
