@@ -26,7 +26,7 @@ const n = Number(a.docs);
 if (!(Number.isInteger(n) && n > 0)) throw new Error(`--docs must be a positive integer, got ${a.docs}`);
 const raw = runFileFromCheckpoint(parse(readFileSync(a.config, 'utf8')), a.checkpoint, { keepSft: true }) as Record<string, unknown>;
 if (!raw.sft) throw new Error(`${a.config} has no sft section (copy-nll scores its expert documents)`);
-for (const k of ['copyDrill', 'identityDrill', 'addressDrill']) delete (raw.sft as Record<string, unknown>)[k]; // expert documents only
+for (const k of ['copyDrill', 'identityDrill', 'addressDrill', 'writeDrill']) delete (raw.sft as Record<string, unknown>)[k]; // expert documents only
 const { run } = parseRunFile(raw);
 const built = await buildRun(run);
 if (!built.model) throw new Error('the config has no gpt-oss policy');

@@ -60,7 +60,14 @@ export async function sftDocuments(run: RunFile, built: BuiltRun) {
     docs.push(...d);
     address = d.length;
   }
-  return { ...expert, docs, seqLen, drill, identity, address };
+  let write = 0;
+  if (run.sft.writeDrill) {
+    const { writeDrillRecords } = await import('../rl/addressDrill.ts');
+    const d = buildSftDocuments(writeDrillRecords(records, run.sft.writeDrill), built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
+    docs.push(...d);
+    write = d.length;
+  }
+  return { ...expert, docs, seqLen, drill, identity, address, write };
 }
 
 /** The copy curriculum: drill stages that teach the fresh model to copy ids, before the SFT stage. */
@@ -77,12 +84,13 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
   if (!run.sft) return;
   if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
   const { runSft } = await import('../rl/sft.ts');
-  const { docs, stats, seqLen, drill, identity, address } = await sftDocuments(run, built);
+  const { docs, stats, seqLen, drill, identity, address, write } = await sftDocuments(run, built);
   const tokensOf = (from: number, count: number) => docs.slice(from, from + count).reduce((s, d) => s + d.tokens.length, 0);
   print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}` +
     (drill > 0 ? `; plus ${drill} copy-drill documents (${tokensOf(stats.documents, drill)} tokens)` : '') +
     (identity > 0 ? `; plus ${identity} identity-drill conversations (${tokensOf(stats.documents + drill, identity)} tokens)` : '') +
-    (address > 0 ? `; plus ${address} address-drill conversations (${tokensOf(stats.documents + drill + identity, address)} tokens)` : ''));
+    (address > 0 ? `; plus ${address} address-drill conversations (${tokensOf(stats.documents + drill + identity, address)} tokens)` : '') +
+    (write > 0 ? `; plus ${write} write-drill conversations (${tokensOf(stats.documents + drill + identity + address, write)} tokens)` : ''));
   if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
   let every = 0;
   const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, {

@@ -115,6 +115,14 @@ export const RunFileSchema = z.object({
       documents: z.number().int().min(1),
       seed: z.number().int().min(0).default(0),
     }).strict().optional(),
+    /**
+     * Every expert conversation that writes, cut after its first write call (fresh addresses in address writes),
+     * mixed into the SFT data (src/rl/addressDrill.ts, writeDrillRecords); rendered without the system prompt.
+     */
+    writeDrill: z.object({
+      documents: z.number().int().min(1),
+      seed: z.number().int().min(0).default(0),
+    }).strict().optional(),
   }).strict().optional(),
   /**
    * Copy-drill stages run before SFT, from the fresh model (src/rl/copyDrill.ts, runCopyCurriculum): each stage an

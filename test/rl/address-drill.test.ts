@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PLACES, STREET_NAMES } from '../../src/domains/retail/synth/catalog-data.ts';
 import { renderAddress } from '../../src/domains/retail/synth/protocol.ts';
-import { addressDrillRecords, addressPrefix } from '../../src/rl/addressDrill.ts';
+import { addressDrillRecords, addressPrefix, writeDrillRecords } from '../../src/rl/addressDrill.ts';
 import { parseRunFile } from '../../src/rl/trainSetup.ts';
 import type { TrajectoryRecord } from '../../src/rl/sftData.ts';
 
@@ -74,4 +74,38 @@ test('run file: sft.addressDrill is validated', () => {
   assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.sft?.addressDrill, { documents: 10, seed: 0 });
   assert.throws(() => parseRunFile(sft({ documents: 0 })), /documents/);
   assert.throws(() => parseRunFile(sft({ documents: 5, extra: 1 })), /extra|Unrecognized/i);
+});
+
+test('write drill: every writing conversation cut after its first write; fresh addresses only in address writes', () => {
+  const cancel: TrajectoryRecord = {
+    taskId: 'cancel',
+    messages: [
+      { role: 'assistant', content: 'Hi! How can I help you today?' },
+      { role: 'user', content: 'Cancel #W1234567, I no longer need it.' },
+      { role: 'assistant', content: 'Here is the change: cancel order #W1234567. Do you confirm that you want me to proceed (yes/no)?' },
+      { role: 'user', content: 'Yes.' },
+      { role: 'assistant', content: null, toolCalls: [{ id: 'call_0', name: 'cancel_pending_order', arguments: { order_id: '#W1234567', reason: 'no longer needed' } }] },
+      { role: 'tool', id: 'call_0', content: '{}' },
+      { role: 'assistant', content: null, toolCalls: [{ id: 'call_1', name: 'modify_user_address', arguments: { user_id: 'x', ...plain } }] },
+    ],
+  };
+  const reads: TrajectoryRecord = { taskId: 'info', messages: [{ role: 'user', content: 'What is my order status?' }, { role: 'assistant', content: 'Delivered.' }] };
+  const experts = [cancel, expert('modify_pending_order_address', old), reads];
+  const a = writeDrillRecords(experts, { documents: 200, seed: 1 });
+  assert.deepEqual(a, writeDrillRecords(experts, { documents: 200, seed: 1 }));
+  let cancels = 0, addresses = 0;
+  for (const r of a) {
+    const last = r.messages.at(-1)!;
+    assert.equal(last.toolCalls?.length, 1, 'ends with the first write call');
+    if (last.toolCalls![0].name === 'cancel_pending_order') {
+      cancels++;
+      assert.deepEqual(r.messages, cancel.messages.slice(0, 5), 'no address: the expert prefix as it was');
+    } else {
+      addresses++;
+      assert.equal(last.toolCalls![0].name, 'modify_pending_order_address');
+      assert.ok(!JSON.stringify(r.messages).includes(renderAddress(old)), 'address writes get a fresh address');
+    }
+  }
+  assert.ok(cancels > 50 && addresses > 50, `${cancels} cancels, ${addresses} address writes`);
+  assert.throws(() => writeDrillRecords([reads], { documents: 1 }), /no expert trajectory calls a write tool/);
 });
