@@ -52,7 +52,7 @@ function addressSpans(text: string): { start: number; end: number; field: string
   return spans;
 }
 const writesAddress = (text: string) => /to=functions\.(modify_pending_order_address|modify_user_address)/.test(text);
-/** Name-token NLL by argument and by place: the first token of the name (found by meaning) or a later one. */
+/** Name- and address-token NLL by argument and by place: the first token of the value (found by meaning) or a later one. */
 const byPlace = new Map<string, { nll: number; tokens: number }>();
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
@@ -74,21 +74,19 @@ for (const d of scored) {
     if (!x.assistantMask[i]) continue;
     const span = spans.find((sp) => starts[i] >= sp.start && starts[i] < sp.end);
     const addr = addrSpans.find((sp) => starts[i] >= sp.start && starts[i] < sp.end);
-    if (addr) {
-      const key = `${addr.field}:${starts[i] === addr.start ? 'first' : 'rest'}`;
+    const place = addr ?? span;
+    if (place) {
+      const key = `${place.field}:${starts[i] === place.start ? 'first' : 'rest'}`;
       const b = byPlace.get(key) ?? { nll: 0, tokens: 0 };
       b.nll -= r.logprobs[i];
       b.tokens++;
       byPlace.set(key, b);
+    }
+    if (addr) {
       addressNll -= r.logprobs[i];
       addressTokens++;
       if (r.logprobs[i] > Math.log(0.5)) addressConfident++;
     } else if (span) {
-      const key = `${span.field}:${starts[i] === span.start ? 'first' : 'rest'}`;
-      const b = byPlace.get(key) ?? { nll: 0, tokens: 0 };
-      b.nll -= r.logprobs[i];
-      b.tokens++;
-      byPlace.set(key, b);
       nameNll -= r.logprobs[i];
       names++;
       if (r.logprobs[i] > Math.log(0.5)) nameConfident++;

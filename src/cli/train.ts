@@ -10,6 +10,7 @@ import { parse as parseYaml } from 'yaml';
 import { GptOssPolicy } from '../rl/modelPolicy.ts';
 import { GrpoTrainer } from '../rl/trainer.ts';
 import { buildRun, parseRunFile, type BuiltRun, type RunFile } from '../rl/trainSetup.ts';
+import type { TrajectoryRecord } from '../rl/sftData.ts';
 
 export interface TrainCommandOptions {
   config: string;
@@ -40,34 +41,24 @@ export async function sftDocuments(run: RunFile, built: BuiltRun) {
   const records = readTrajectoriesJsonl(run.sft.data);
   const expert = buildSftDocuments(records, built.deps.format, { maxSeqLen: seqLen, ...built.conversation });
   const docs = [...expert.docs];
-  let drill = 0, identity = 0;
-  if (run.sft.copyDrill) {
-    const { copyDrillDocuments } = await import('../rl/copyDrill.ts');
-    const d = copyDrillDocuments(built.tokenizer, run.sft.copyDrill).filter((x) => x.tokens.length <= seqLen);
+  /** What was mixed in after the expert documents, in order: label, documents, tokens. */
+  const mix: { label: string; count: number; tokens: number }[] = [];
+  const add = (label: string, d: typeof docs) => {
     docs.push(...d);
-    drill = d.length;
-  }
-  if (run.sft.identityDrill) {
-    const { identityDrillRecords } = await import('../rl/identityDrill.ts');
-    const d = buildSftDocuments(identityDrillRecords(records, run.sft.identityDrill), built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
-    docs.push(...d);
-    identity = d.length;
-  }
-  let address = 0;
-  if (run.sft.addressDrill) {
-    const { addressDrillRecords } = await import('../rl/addressDrill.ts');
-    const d = buildSftDocuments(addressDrillRecords(records, run.sft.addressDrill), built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
-    docs.push(...d);
-    address = d.length;
-  }
-  let write = 0;
-  if (run.sft.writeDrill) {
-    const { writeDrillRecords } = await import('../rl/addressDrill.ts');
-    const d = buildSftDocuments(writeDrillRecords(records, run.sft.writeDrill), built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
-    docs.push(...d);
-    write = d.length;
-  }
-  return { ...expert, docs, seqLen, drill, identity, address, write };
+    mix.push({ label, count: d.length, tokens: d.reduce((a, x) => a + x.tokens.length, 0) });
+    return d.length;
+  };
+  const sft = run.sft;
+  const conversations = (r: TrajectoryRecord[]) => buildSftDocuments(r, built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
+  const drill = sft.copyDrill
+    ? add('copy-drill documents', (await import('../rl/copyDrill.ts')).copyDrillDocuments(built.tokenizer, sft.copyDrill).filter((x) => x.tokens.length <= seqLen)) : 0;
+  const identity = sft.identityDrill
+    ? add('identity-drill conversations', conversations((await import('../rl/identityDrill.ts')).identityDrillRecords(records, sft.identityDrill))) : 0;
+  const address = sft.addressDrill
+    ? add('address-drill conversations', conversations((await import('../rl/addressDrill.ts')).addressDrillRecords(records, sft.addressDrill))) : 0;
+  const write = sft.writeDrill
+    ? add('write-drill conversations', conversations((await import('../rl/addressDrill.ts')).writeDrillRecords(records, sft.writeDrill))) : 0;
+  return { ...expert, docs, seqLen, drill, identity, address, write, mix };
 }
 
 /** The copy curriculum: drill stages that teach the fresh model to copy ids, before the SFT stage. */
@@ -84,13 +75,9 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
   if (!run.sft) return;
   if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
   const { runSft } = await import('../rl/sft.ts');
-  const { docs, stats, seqLen, drill, identity, address, write } = await sftDocuments(run, built);
-  const tokensOf = (from: number, count: number) => docs.slice(from, from + count).reduce((s, d) => s + d.tokens.length, 0);
+  const { docs, stats, seqLen, mix } = await sftDocuments(run, built);
   print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}` +
-    (drill > 0 ? `; plus ${drill} copy-drill documents (${tokensOf(stats.documents, drill)} tokens)` : '') +
-    (identity > 0 ? `; plus ${identity} identity-drill conversations (${tokensOf(stats.documents + drill, identity)} tokens)` : '') +
-    (address > 0 ? `; plus ${address} address-drill conversations (${tokensOf(stats.documents + drill + identity, address)} tokens)` : '') +
-    (write > 0 ? `; plus ${write} write-drill conversations (${tokensOf(stats.documents + drill + identity + address, write)} tokens)` : ''));
+    mix.filter((m) => m.count > 0).map((m) => `; plus ${m.count} ${m.label} (${m.tokens} tokens)`).join(''));
   if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
   let every = 0;
   const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, {
