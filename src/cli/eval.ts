@@ -24,8 +24,9 @@ function num(name: string) {
 export function formatSummary(s: EvalSummary): string {
   const lines = [`episodes: ${s.finished}/${s.planned} finished, ${s.infrastructureErrors} infrastructure error(s)${s.complete ? '' : ' (INCOMPLETE: re-run with the same --out to retry)'}`];
   if (s.metrics) {
-    lines.push(`avg reward: ${s.metrics.avgReward.toFixed(4)}   success rate: ${s.metrics.successRate.toFixed(4)}`);
+    lines.push(`avg reward: ${s.metrics.avgReward.toFixed(4)} ± ${s.metrics.rewardStdErr.toFixed(4)} (standard error over tasks)   success rate: ${s.metrics.successRate.toFixed(4)}`);
     lines.push(`pass^k: ${Object.entries(s.metrics.passHatK).map(([k, v]) => `pass^${k}=${v.toFixed(4)}`).join('  ')}`);
+    lines.push(`pass@k: ${Object.entries(s.metrics.passAtK).map(([k, v]) => `pass@${k}=${v.toFixed(4)}`).join('  ')}`);
   }
   lines.push(`terminations: ${Object.entries(s.terminations).map(([k, v]) => `${k}=${v}`).join('  ')}`);
   const u = s.usage;

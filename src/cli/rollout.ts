@@ -33,8 +33,9 @@ export function formatSummary(s: RolloutSummary): string {
   const m = s.metrics;
   const lines = [
     `episodes ${s.episodes} over ${m.numTasks} tasks`,
-    `mean reward ${m.avgReward.toFixed(4)}, success ${(100 * m.successRate).toFixed(2)}%`,
+    `mean reward ${m.avgReward.toFixed(4)} ± ${m.rewardStdErr.toFixed(4)} (standard error over tasks), success ${(100 * m.successRate).toFixed(2)}%`,
     `pass^k: ${Object.entries(m.passHatK).map(([k, v]) => `pass^${k}=${v.toFixed(4)}`).join(', ')}`,
+    `pass@k: ${Object.entries(m.passAtK).map(([k, v]) => `pass@${k}=${v.toFixed(4)}`).join(', ')}`,
     `mean steps ${s.meanSteps.toFixed(1)}; terminations ${Object.entries(s.terminations).map(([k, v]) => `${k}=${v}`).join(', ')}`,
     'success by family: ' + Object.entries(s.byFamily).map(([k, v]) => `${k} ${(100 * v.successRate).toFixed(1)}% (${v.episodes})`).join(', '),
   ];

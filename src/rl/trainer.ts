@@ -381,7 +381,7 @@ export class GrpoTrainer {
     return groups.filter((g) => g.rows.length > 0).map((g) => mini.select({ indices: g.rows.sort((x, y) => x - y) }));
   }
 
-  /** Runs `valN` samples of every validation task: mean reward (mean@1), success rate, pass^k. */
+  /** Runs `valN` samples of every validation task: mean reward (mean@1) and its standard error over tasks, success rate, pass^k, pass@k. */
   async validate(): Promise<Metrics> {
     const c = this.config;
     const tasks = this.deps.valTasks ?? this.deps.trainTasks;
@@ -406,7 +406,9 @@ export class GrpoTrainer {
       'val/tool_error_rate': sum((t) => t.toolErrors) / Math.max(1, sum((t) => t.toolCalls)),
       'val/parse_error_rate': sum((t) => t.parseErrors) / Math.max(1, sum((t) => t.numTurns)),
     };
+    out['val/reward_se'] = m.rewardStdErr;
     for (const [k, v] of Object.entries(m.passHatK)) out[`val/pass^${k}`] = v;
+    for (const [k, v] of Object.entries(m.passAtK)) if (Number(k) > 1) out[`val/pass@${k}`] = v;
     if (this.deps.taskFamily) {
       const byFamily = new Map<string, number[]>();
       for (const t of trajectories) {
@@ -441,7 +443,7 @@ export class GrpoTrainer {
   private report(m: Metrics): void {
     if (!this.deps.log) return;
     const keys = ['reward/mean', 'success/mean', 'tool_error_rate', 'actor/pg_clipfrac', 'actor/grad_norm', 'actor/entropy', 'timing_s/step',
-      'val/reward_mean', 'val/success', 'val/pass^1', 'val/tool_error_rate'];
+      'val/reward_mean', 'val/reward_se', 'val/success', 'val/pass^1', 'val/tool_error_rate'];
     const families = Object.keys(m).filter((k) => k.startsWith('val/family/')).map((k) => `${k.split('/')[2]} ${m[k].toFixed(2)}`);
     this.deps.log(`step ${m.step}: ${keys.filter((k) => k in m).map((k) => `${k}=${m[k].toFixed(3)}`).join(' ')}${families.length ? ` | ${families.join(', ')}` : ''}`);
   }

@@ -22,6 +22,13 @@ export function passHatK(n: number, c: number, k: number): number {
   return binomial(c, k) / binomial(n, k);
 }
 
+/** pass@k for one task with n trials and c successes: the chance that at least one of k trials drawn without replacement succeeds, 1 − C(n−c,k)/C(n,k). */
+export function passAtK(n: number, c: number, k: number): number {
+  if (k < 1 || k > n) throw new Error(`pass@k needs 1 <= k <= n trials (k=${k}, n=${n})`);
+  if (c < 0 || c > n) throw new Error(`successes must be between 0 and n (c=${c}, n=${n})`);
+  return 1 - binomial(n - c, k) / binomial(n, k);
+}
+
 export interface EpisodeResult {
   taskId: string;
   reward: number;
@@ -34,6 +41,14 @@ export interface AgentMetrics {
   successRate: number;
   /** pass^k for k = 1 … the smallest trial count of any task, averaged over tasks. */
   passHatK: Record<number, number>;
+  /** pass@k (at least one of k trials succeeds) for k = 1 … the smallest trial count, averaged over tasks. */
+  passAtK: Record<number, number>;
+  /**
+   * Standard error of the mean reward with tasks as the sampling unit: the sample standard deviation of the per-task
+   * mean rewards over √(tasks) (0 with one task). With one trial per task it is the binomial √(p(1−p)/(N−1)) for 0/1
+   * rewards; more trials per task shrink it only by the share of the variance that is within tasks.
+   */
+  rewardStdErr: number;
 }
 
 export function computeMetrics(results: readonly EpisodeResult[]): AgentMetrics {
@@ -47,16 +62,27 @@ export function computeMetrics(results: readonly EpisodeResult[]): AgentMetrics 
   }
   const maxK = Math.min(...[...byTask.values()].map((l) => l.length));
   const pass: Record<number, number> = {};
+  const passAt: Record<number, number> = {};
   for (let k = 1; k <= maxK; k++) {
-    let sum = 0;
-    for (const rewards of byTask.values()) sum += passHatK(rewards.length, rewards.filter(isSuccess).length, k);
+    let sum = 0, sumAt = 0;
+    for (const rewards of byTask.values()) {
+      const c = rewards.filter(isSuccess).length;
+      sum += passHatK(rewards.length, c, k);
+      sumAt += passAtK(rewards.length, c, k);
+    }
     pass[k] = sum / byTask.size;
+    passAt[k] = sumAt / byTask.size;
   }
+  const taskMeans = [...byTask.values()].map((l) => l.reduce((a, b) => a + b, 0) / l.length);
+  const grand = taskMeans.reduce((a, b) => a + b, 0) / taskMeans.length;
+  const variance = taskMeans.length > 1 ? taskMeans.reduce((a, x) => a + (x - grand) ** 2, 0) / (taskMeans.length - 1) : 0;
   return {
     numEpisodes: results.length,
     numTasks: byTask.size,
     avgReward: results.reduce((s, r) => s + r.reward, 0) / results.length,
     successRate: results.filter((r) => isSuccess(r.reward)).length / results.length,
     passHatK: pass,
+    passAtK: passAt,
+    rewardStdErr: Math.sqrt(variance / taskMeans.length),
   };
 }
