@@ -64,6 +64,8 @@ export function demoRunFile(o: DemoOptions): Record<string, unknown> {
 export interface DemoValidation {
   step: number;
   reward: number;
+  /** Standard error of `reward` over the validation tasks (metrics `val/reward_se`). */
+  rewardSe: number;
   success: number;
   episodes: number;
 }
@@ -88,9 +90,9 @@ const f3 = (x: number) => x.toFixed(3);
 /** The result table, from the summary (which is read back from the metrics files). */
 export function formatDemoTable(s: DemoSummary): string[] {
   const rows = [
-    ['', 'GRPO step', 'val episodes', 'val mean@1 reward', 'val success'],
-    ['after SFT (before GRPO)', String(s.before.step), String(s.before.episodes), f3(s.before.reward), f3(s.before.success)],
-    ['after GRPO', String(s.after.step), String(s.after.episodes), f3(s.after.reward), f3(s.after.success)],
+    ['', 'GRPO step', 'val episodes', 'val mean@1 reward', 'std. error', 'val success'],
+    ['after SFT (before GRPO)', String(s.before.step), String(s.before.episodes), f3(s.before.reward), f3(s.before.rewardSe), f3(s.before.success)],
+    ['after GRPO', String(s.after.step), String(s.after.episodes), f3(s.after.reward), f3(s.after.rewardSe), f3(s.after.success)],
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
   const line = (r: string[]) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
@@ -116,7 +118,7 @@ export async function runDemo(o: DemoOptions, print: (line: string) => void = co
   const train = metrics.filter((m) => m.kind === 'train');
   if (vals.length < 2) throw new Error(`demo: expected validations before and after GRPO in ${join(o.out, 'grpo', 'metrics.jsonl')}, found ${vals.length}`);
   const data = JSON.parse(readFileSync(join(o.out, 'data', 'prepare.json'), 'utf8')) as { tasks: { validation: number } };
-  const valOf = (m: Json): DemoValidation => ({ step: m.step as number, reward: m['val/reward_mean'] as number, success: m['val/success'] as number, episodes: data.tasks.validation });
+  const valOf = (m: Json): DemoValidation => ({ step: m.step as number, reward: m['val/reward_mean'] as number, rewardSe: m['val/reward_se'] as number, success: m['val/success'] as number, episodes: data.tasks.validation });
   const summary: DemoSummary = {
     seed: o.seed,
     quick: o.quick,

@@ -67,10 +67,11 @@ describe('longrun demo --quick', () => {
         return l.slice(label.length).trim().split(/\s+/).map(Number);
       };
       const f3 = (x: unknown) => Number((x as number).toFixed(3));
-      const [bStep, bEpisodes, bReward, bSuccess] = row('after SFT (before GRPO)');
-      const [aStep, aEpisodes, aReward, aSuccess] = row('after GRPO');
-      assert.deepEqual([bStep, bReward, bSuccess], [0, f3(vals[0]['val/reward_mean']), f3(vals[0]['val/success'])]);
-      assert.deepEqual([aStep, aReward, aSuccess], [steps.length, f3(vals.at(-1)!['val/reward_mean']), f3(vals.at(-1)!['val/success'])]);
+      const [bStep, bEpisodes, bReward, bSe, bSuccess] = row('after SFT (before GRPO)');
+      const [aStep, aEpisodes, aReward, aSe, aSuccess] = row('after GRPO');
+      assert.deepEqual([bStep, bReward, bSe, bSuccess], [0, f3(vals[0]['val/reward_mean']), f3(vals[0]['val/reward_se']), f3(vals[0]['val/success'])]);
+      assert.deepEqual([aStep, aReward, aSe, aSuccess], [steps.length, f3(vals.at(-1)!['val/reward_mean']), f3(vals.at(-1)!['val/reward_se']), f3(vals.at(-1)!['val/success'])]);
+      assert.ok(typeof vals[0]['val/reward_se'] === 'number' && vals[0]['val/reward_se'] >= 0, 'validation writes the standard error of its mean reward');
       const valTasks = JSON.parse(readFileSync(join(out, 'data/validation/tasks.json'), 'utf8')) as unknown[];
       assert.deepEqual([bEpisodes, aEpisodes], [valTasks.length, valTasks.length]);
       const sftLine = lines.find((l) => l.startsWith('SFT: '));
