@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
+import { meanStdErr } from '../src/tooluse/metrics.ts';
 
 interface Probe { name: string; byTask: Map<string, number[]>; family: Map<string, string> }
 
@@ -26,7 +27,7 @@ function readProbe(path: string): Probe {
   return { name: basename(path), byTask, family };
 }
 
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const mean = (xs: readonly number[]) => meanStdErr(xs).mean;
 const taskMeans = (p: Probe) => new Map([...p.byTask].map(([t, rs]) => [t, mean(rs)]));
 
 const paths = process.argv.slice(2);
@@ -34,14 +35,13 @@ if (paths.length < 2) throw new Error('usage: compare-probes.ts BASE.txt OTHER.t
 const [base, ...others] = paths.map(readProbe);
 const baseMeans = taskMeans(base);
 const families = [...new Set(base.family.values())].sort();
-const familyMeans = (p: Probe) => families.map((f) => `${f} ${mean([...taskMeans(p)].filter(([t]) => p.family.get(t) === f).map(([, v]) => v)).toFixed(2)}`).join(', ');
-console.log(`${base.name}: mean ${mean([...baseMeans.values()]).toFixed(4)} over ${baseMeans.size} tasks | ${familyMeans(base)}`);
+const familyMeans = (means: Map<string, number>) =>
+  families.map((f) => `${f} ${mean([...means].filter(([t]) => base.family.get(t) === f).map(([, v]) => v)).toFixed(2)}`).join(', ');
+console.log(`${base.name}: mean ${mean([...baseMeans.values()]).toFixed(4)} over ${baseMeans.size} tasks | ${familyMeans(baseMeans)}`);
 for (const o of others) {
   const m = taskMeans(o);
   const missing = [...baseMeans.keys()].filter((t) => !m.has(t));
   if (missing.length || m.size !== baseMeans.size) throw new Error(`${o.name}: not the same tasks as ${base.name} (${missing.length} missing, ${m.size} vs ${baseMeans.size})`);
-  const d = [...baseMeans].map(([t, v]) => m.get(t)! - v);
-  const dm = mean(d);
-  const se = Math.sqrt(d.reduce((a, x) => a + (x - dm) ** 2, 0) / (d.length - 1) / d.length);
-  console.log(`${o.name}: mean ${mean([...m.values()]).toFixed(4)}, difference ${dm >= 0 ? '+' : ''}${dm.toFixed(4)} ± ${se.toFixed(4)} (paired over tasks) | ${familyMeans(o)}`);
+  const { mean: dm, stdErr: se } = meanStdErr([...baseMeans].map(([t, v]) => m.get(t)! - v));
+  console.log(`${o.name}: mean ${mean([...m.values()]).toFixed(4)}, difference ${dm >= 0 ? '+' : ''}${dm.toFixed(4)} ± ${se.toFixed(4)} (paired over tasks) | ${familyMeans(m)}`);
 }

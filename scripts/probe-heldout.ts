@@ -18,7 +18,7 @@ import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/rl/trainSe
 import { computeMetrics } from '../src/tooluse/metrics.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, tasks: { type: 'string', default: '32' }, temperature: { type: 'string', default: '1' }, seed: { type: 'string', default: '7' }, samples: { type: 'string', default: '1' }, quiet: { type: 'boolean', default: false } } });
-if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--tasks N] [--temperature T] [--seed S]');
+if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--tasks N] [--temperature T] [--seed S] [--samples K] [--quiet]');
 const tasksN = Number(a.tasks), temperature = Number(a.temperature), seed = Number(a.seed), samples = Number(a.samples);
 if (!(Number.isInteger(tasksN) && tasksN > 0)) throw new Error(`--tasks must be a positive integer, got ${a.tasks}`);
 if (!(temperature >= 0)) throw new Error(`--temperature must be a number ≥ 0, got ${a.temperature}`);

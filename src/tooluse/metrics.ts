@@ -29,6 +29,14 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - binomial(n - c, k) / binomial(n, k);
 }
 
+/** The mean of `xs` and its standard error: the sample standard deviation over √n (0 for a single value). */
+export function meanStdErr(xs: readonly number[]): { mean: number; stdErr: number } {
+  if (xs.length === 0) throw new Error('meanStdErr needs at least one value');
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const variance = xs.length > 1 ? xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (xs.length - 1) : 0;
+  return { mean, stdErr: Math.sqrt(variance / xs.length) };
+}
+
 export interface EpisodeResult {
   taskId: string;
   reward: number;
@@ -73,9 +81,6 @@ export function computeMetrics(results: readonly EpisodeResult[]): AgentMetrics 
     pass[k] = sum / byTask.size;
     passAt[k] = sumAt / byTask.size;
   }
-  const taskMeans = [...byTask.values()].map((l) => l.reduce((a, b) => a + b, 0) / l.length);
-  const grand = taskMeans.reduce((a, b) => a + b, 0) / taskMeans.length;
-  const variance = taskMeans.length > 1 ? taskMeans.reduce((a, x) => a + (x - grand) ** 2, 0) / (taskMeans.length - 1) : 0;
   return {
     numEpisodes: results.length,
     numTasks: byTask.size,
@@ -83,6 +88,6 @@ export function computeMetrics(results: readonly EpisodeResult[]): AgentMetrics 
     successRate: results.filter((r) => isSuccess(r.reward)).length / results.length,
     passHatK: pass,
     passAtK: passAt,
-    rewardStdErr: Math.sqrt(variance / taskMeans.length),
+    rewardStdErr: meanStdErr([...byTask.values()].map((l) => l.reduce((a, b) => a + b, 0) / l.length)).stdErr,
   };
 }

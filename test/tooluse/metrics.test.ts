@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { binomial, computeMetrics, isSuccess, passAtK, passHatK } from '../../src/tooluse/metrics.ts';
+import { binomial, computeMetrics, isSuccess, meanStdErr, passAtK, passHatK } from '../../src/tooluse/metrics.ts';
 
 describe('metrics', () => {
   it('pass^k for n=4, c=3 is 0.75, 0.5, 0.25, 0 (tau2.md §13.1.7)', () => {
@@ -38,6 +38,11 @@ describe('metrics', () => {
     const one = computeMetrics([1, 0, 0, 1, 0, 0, 0, 0].map((reward, i) => ({ taskId: `t${i}`, reward })));
     assert.ok(Math.abs(one.rewardStdErr - Math.sqrt((0.25 * 0.75) / 7)) < 1e-12);
     assert.equal(computeMetrics([{ taskId: 'a', reward: 1 }]).rewardStdErr, 0);
+    // The helper on its own: mean 2, sample variance 1, se 1/√3; one value has no spread; no value is an error.
+    const h = meanStdErr([1, 2, 3]);
+    assert.ok(h.mean === 2 && Math.abs(h.stdErr - 1 / Math.sqrt(3)) < 1e-12);
+    assert.deepEqual(meanStdErr([0.4]), { mean: 0.4, stdErr: 0 });
+    assert.throws(() => meanStdErr([]), /at least one value/);
   });
 
   it('limits k to the smallest trial count and rejects bad input', () => {
