@@ -18,7 +18,7 @@ import { createChatFormat, loadTokenizer } from '../src/llm/index.ts';
 import { presetConfig } from '../src/model/config.ts';
 import { GptOssModel } from '../src/model/model.ts';
 import { readTaskSet } from '../src/domains/retail/synth/taskset.ts';
-import { conversationDefaults, prepareRetailData } from '../src/rl/prepare.ts';
+import { conversationDefaults, prepareRetailData } from '../src/recipes/retail/prepare.ts';
 import { buildSftDocuments, readTrajectoriesJsonl } from '../src/rl/sftData.ts';
 
 const QUICK = process.env.LONGRUN_BENCH_QUICK === '1';

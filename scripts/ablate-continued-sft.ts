@@ -16,7 +16,7 @@ import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { GrpoTrainer } from '../src/rl/trainer.ts';
-import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/rl/trainSetup.ts';
+import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/recipes/trainSetup.ts';
 import { runSft } from '../src/rl/sft.ts';
 import { sftDocuments } from '../src/cli/train.ts';
 

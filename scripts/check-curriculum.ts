@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { loadModel } from '../src/model/checkpoint/index.ts';
-import { runCopyCurriculum } from '../src/rl/copyDrill.ts';
-import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
+import { runCopyCurriculum } from '../src/recipes/retail/copyDrill.ts';
+import { buildRun, parseRunFile } from '../src/recipes/trainSetup.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, data: { type: 'string' }, reference: { type: 'string' }, out: { type: 'string' } } });
 if (!a.config || !a.data || !a.reference || !a.out) throw new Error('usage: --config RUN.yaml --data PREPARED_DIR --reference MODEL_DIR --out DIR');

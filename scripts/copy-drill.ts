@@ -1,6 +1,6 @@
 /**
  * Copy drill on its own: trains a run config's model (fresh from its preset, or its `policy.checkpoint`) on
- * copy-drill documents only (src/rl/copyDrill.ts), 16 rows of 512 tokens per step, and prints the drill loss every
+ * copy-drill documents only (src/recipes/retail/copyDrill.ts), 16 rows of 512 tokens per step, and prints the drill loss every
  * 10 steps. A model that does not copy sits near 1.8 nats per trained token with single-digit tokens (the digits of
  * each repeated id are then uniform); one that copies goes towards the cost of choosing which id comes next.
  * `--ordered` repeats the whole list in its order instead of a shuffled subset (copying by position, not by content).
@@ -14,10 +14,10 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { Rng } from '../src/engine/random.ts';
-import { copyDrillDocuments, copyDrillText, DRILL_CORPUS, DRILL_SFT_DEFAULTS, drillDocument } from '../src/rl/copyDrill.ts';
+import { copyDrillDocuments, copyDrillText, DRILL_CORPUS, DRILL_SFT_DEFAULTS, drillDocument } from '../src/recipes/retail/copyDrill.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { runSft } from '../src/rl/sft.ts';
-import { buildRun, parseRunFile } from '../src/rl/trainSetup.ts';
+import { buildRun, parseRunFile } from '../src/recipes/trainSetup.ts';
 
 const { values: a } = parseArgs({
   options: { config: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string', default: '150' }, lr: { type: 'string', default: '2e-3' }, ordered: { type: 'boolean', default: false }, control: { type: 'boolean', default: false }, ids: { type: 'string', default: '4,12' }, people: { type: 'string', default: '0' } },

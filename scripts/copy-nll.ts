@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { sftDocuments } from '../src/cli/train.ts';
 import { microBatchInput } from '../src/rl/packing.ts';
-import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/rl/trainSetup.ts';
+import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/recipes/trainSetup.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false } } });
 if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N] [--address]');

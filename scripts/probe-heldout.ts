@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { AgentLoop } from '../src/rollout/agentLoop.ts';
 import { sampleGroups } from '../src/rollout/groups.ts';
-import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/rl/trainSetup.ts';
+import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/recipes/trainSetup.ts';
 import { computeMetrics } from '../src/tooluse/metrics.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, tasks: { type: 'string', default: '32' }, temperature: { type: 'string', default: '1' }, seed: { type: 'string', default: '7' }, samples: { type: 'string', default: '1' }, quiet: { type: 'boolean', default: false } } });

@@ -7,7 +7,7 @@
  * It prints what happened; nothing here expects the reward to rise in a few minutes.
  *
  * Defaults (the embedded run file below): the easiest slice of the task distribution — difficulty 1, small worlds —
- * the compact policy text and compact tool schemas (src/rl/prepare.ts; a ~0.9k-token prompt), tiny-1m with 8192
+ * the compact policy text and compact tool schemas (src/recipes/retail/prepare.ts; a ~0.9k-token prompt), tiny-1m with 8192
  * positions. A from-scratch model does not learn to copy ids from its context in minutes (docs/results/retail-tiny/),
  * so the held-out reward stays at the floor of tasks that need no write; the demo shows the pipeline and its numbers. `--quick` shrinks every stage for a CI smoke test (< 60 s).
  */

@@ -1,11 +1,14 @@
 /**
  * `longrun rollout`: plays a synthetic task set with an agent against the scripted user and writes one JSON line per
  * episode (messages, tool calls, reward breakdown), then prints mean reward, success rate and pass^k.
+ * `--mistake-rate r [--mistake-kinds a,b]` makes the expert an imperfect demonstrator; each line then lists the
+ * mistakes made (`mistakes`, `mistakeOpportunities`).
  */
 import { createWriteStream } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
+import { MISTAKE_KINDS, parseMistakeKinds, type MistakeKind } from '../domains/retail/synth/expert-mistakes.ts';
 import { AGENT_NAMES, makeAgent, makeUser, runRollouts, USER_NAMES, type RolloutSummary } from '../domains/retail/synth/rollouts.ts';
 import { readTaskSet } from '../domains/retail/synth/taskset.ts';
 
@@ -19,6 +22,8 @@ interface RolloutOpts {
   limit?: number;
   maxSteps: number;
   progress: boolean;
+  mistakeRate?: number;
+  mistakeKinds?: MistakeKind[];
 }
 
 function int(name: string, min: number) {
@@ -27,6 +32,20 @@ function int(name: string, min: number) {
     if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got '${v}'`);
     return n;
   };
+}
+
+function mistakeRate(v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new Error(`--mistake-rate must be a number in [0, 1], got '${v}'`);
+  return n;
+}
+
+function mistakeKinds(v: string): MistakeKind[] {
+  try {
+    return parseMistakeKinds(v.split(',').map((k) => k.trim()).filter((k) => k !== ''));
+  } catch (err) {
+    throw new Error(`--mistake-kinds: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 export function formatSummary(s: RolloutSummary): string {
@@ -39,6 +58,12 @@ export function formatSummary(s: RolloutSummary): string {
     `mean steps ${s.meanSteps.toFixed(1)}; terminations ${Object.entries(s.terminations).map(([k, v]) => `${k}=${v}`).join(', ')}`,
     'success by family: ' + Object.entries(s.byFamily).map(([k, v]) => `${k} ${(100 * v.successRate).toFixed(1)}% (${v.episodes})`).join(', '),
   ];
+  const mk = s.mistakes;
+  if (mk) {
+    const share = mk.opportunities > 0 ? ` (${((100 * mk.count) / mk.opportunities).toFixed(1)}%)` : '';
+    const byKind = Object.entries(mk.byKind).map(([k, v]) => `${k}=${v}`).join(', ');
+    lines.push(`expert mistakes ${mk.count} at ${mk.opportunities} decision points${share}${byKind ? `: ${byKind}` : ''}`);
+  }
   return lines.join('\n');
 }
 
@@ -54,9 +79,13 @@ export function register(program: Command): void {
     .option('--seed <n>', 'seed for per-episode seeds', int('seed', 0), 0)
     .option('--limit <n>', 'only the first N tasks', int('limit', 1))
     .option('--max-steps <n>', 'step limit per episode', int('max-steps', 1), 200)
+    .option('--mistake-rate <r>', 'expert only: probability of a mistake at each decision point where one applies, in [0, 1]', mistakeRate)
+    .option('--mistake-kinds <list>', `expert only: comma-separated mistake kinds (default all: ${MISTAKE_KINDS.join(', ')})`, mistakeKinds)
     .option('--no-progress', 'no progress bar')
     .action(async (o: RolloutOpts) => {
-      const agent = makeAgent(o.agent);
+      if (o.mistakeKinds !== undefined && o.mistakeRate === undefined) throw new Error('--mistake-kinds needs --mistake-rate');
+      if (o.mistakeRate !== undefined && o.agent !== 'expert') throw new Error(`--mistake-rate applies to --agent expert only, not '${o.agent}'`);
+      const agent = makeAgent(o.agent, { mistakeRate: o.mistakeRate, mistakeKinds: o.mistakeKinds });
       const user = makeUser(o.user);
       const dir = basename(o.tasks) === 'tasks.json' ? dirname(o.tasks) : o.tasks;
       const set = readTaskSet(dir);

@@ -1,15 +1,16 @@
 /**
- * `longrun train --config FILE`: the optional data stage (src/rl/prepare.ts), copy curriculum (src/rl/copyDrill.ts) and
+ * `longrun train --config FILE`: the optional data stage (src/recipes/retail/prepare.ts), copy curriculum (src/recipes/retail/copyDrill.ts) and
  * SFT stage (src/rl/sft.ts), then GRPO (src/rl/trainer.ts). The file
- * format is described in src/rl/trainSetup.ts; the GRPO section's keys in src/rl/config.ts.
+ * format is described in src/recipes/trainSetup.ts; the GRPO section's keys in src/rl/config.ts.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { GptOssPolicy } from '../rl/modelPolicy.ts';
+import { listCheckpoints } from '../rl/sftCheckpoint.ts';
 import { GrpoTrainer } from '../rl/trainer.ts';
-import { buildRun, parseRunFile, type BuiltRun, type RunFile } from '../rl/trainSetup.ts';
+import { buildRun, parseStagesRunFile, type BuiltRun, type RunFile } from '../recipes/trainSetup.ts';
 import type { TrajectoryRecord } from '../rl/sftData.ts';
 
 export interface TrainCommandOptions {
@@ -36,6 +37,7 @@ function readRunFile(path: string): unknown {
 /** The run's SFT documents, rendered with the system prompt and tools the rollouts see (when the task provides them). */
 export async function sftDocuments(run: RunFile, built: BuiltRun) {
   if (!run.sft) throw new Error('the config has no sft section');
+  if (run.sft.data === undefined) throw new Error('the sft section streams its data (sft.stream); it has no trajectories file');
   const { readTrajectoriesJsonl, buildSftDocuments } = await import('../rl/sftData.ts');
   const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
   const records = readTrajectoriesJsonl(run.sft.data);
@@ -51,13 +53,13 @@ export async function sftDocuments(run: RunFile, built: BuiltRun) {
   const sft = run.sft;
   const conversations = (r: TrajectoryRecord[]) => buildSftDocuments(r, built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
   const drill = sft.copyDrill
-    ? add('copy-drill documents', (await import('../rl/copyDrill.ts')).copyDrillDocuments(built.tokenizer, sft.copyDrill).filter((x) => x.tokens.length <= seqLen)) : 0;
+    ? add('copy-drill documents', (await import('../recipes/retail/copyDrill.ts')).copyDrillDocuments(built.tokenizer, sft.copyDrill).filter((x) => x.tokens.length <= seqLen)) : 0;
   const identity = sft.identityDrill
-    ? add('identity-drill conversations', conversations((await import('../rl/identityDrill.ts')).identityDrillRecords(records, sft.identityDrill))) : 0;
+    ? add('identity-drill conversations', conversations((await import('../recipes/retail/identityDrill.ts')).identityDrillRecords(records, sft.identityDrill))) : 0;
   const address = sft.addressDrill
-    ? add('address-drill conversations', conversations((await import('../rl/addressDrill.ts')).addressDrillRecords(records, sft.addressDrill))) : 0;
+    ? add('address-drill conversations', conversations((await import('../recipes/retail/addressDrill.ts')).addressDrillRecords(records, sft.addressDrill))) : 0;
   const write = sft.writeDrill
-    ? add('write-drill conversations', conversations((await import('../rl/addressDrill.ts')).writeDrillRecords(records, sft.writeDrill))) : 0;
+    ? add('write-drill conversations', conversations((await import('../recipes/retail/addressDrill.ts')).writeDrillRecords(records, sft.writeDrill))) : 0;
   return { ...expert, docs, seqLen, drill, identity, address, write, mix };
 }
 
@@ -65,15 +67,70 @@ export async function sftDocuments(run: RunFile, built: BuiltRun) {
 async function runCurriculumStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   if (!run.curriculum) return;
   if (!built.model) throw new Error('the curriculum stage needs policy.type gpt-oss');
-  const { runCopyCurriculum } = await import('../rl/copyDrill.ts');
+  if (run.sft && (listCheckpoints(join(run.sft.outDir, 'checkpoints')).length > 0 || (run.sft.resumeFrom !== undefined && existsSync(join(run.sft.resumeFrom, 'trainer.json'))))) {
+    // The SFT checkpoint holds the weights the curriculum led to (and more): nothing to redo, even if the curriculum's own folders are gone.
+    print(`curriculum: skipped, the sft stage continues from a checkpoint (${run.sft.outDir} or sft.resumeFrom)`);
+    return;
+  }
+  const { runCopyCurriculum } = await import('../recipes/retail/copyDrill.ts');
   print(`curriculum: ${run.curriculum.stages.map((s) => `${s.steps} steps on ${s.ids[0]}–${s.ids[1]} ids`).join(', then ')} → ${run.curriculum.outDir}`);
   await runCopyCurriculum(run.curriculum, { model: built.model, tokenizer: built.tokenizer, padId: built.deps.padId, quiet, log: print });
+}
+
+/**
+ * Where an SFT stage continues: its newest checkpoint, else `sft.resumeFrom` when that folder exists (its metrics
+ * file comes along, so the run's history stays whole), else a fresh start.
+ */
+function resumePoint(sft: NonNullable<RunFile['sft']>, print: (l: string) => void): true | string {
+  if (listCheckpoints(join(sft.outDir, 'checkpoints')).length > 0 || sft.resumeFrom === undefined) return true;
+  if (!existsSync(sft.resumeFrom)) {
+    print(`sft: ${sft.resumeFrom} (sft.resumeFrom) does not exist; starting fresh`);
+    return true;
+  }
+  if (!existsSync(join(sft.resumeFrom, 'trainer.json'))) throw new Error(`sft.resumeFrom ${sft.resumeFrom} is not an SFT checkpoint (no trainer.json)`);
+  mkdirSync(sft.outDir, { recursive: true });
+  const metrics = join(sft.resumeFrom, 'metrics.jsonl');
+  if (existsSync(metrics) && !existsSync(join(sft.outDir, 'metrics.jsonl'))) copyFileSync(metrics, join(sft.outDir, 'metrics.jsonl'));
+  print(`sft: continuing from ${sft.resumeFrom} (no checkpoint in ${sft.outDir} yet)`);
+  return sft.resumeFrom;
+}
+
+/** A streamed SFT stage: fresh retail conversations every step (src/recipes/retail/stream.ts). */
+async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
+  const sft = run.sft!;
+  if (!built.model || !built.conversation) throw new Error('sft.stream needs task retail-synth and policy.type gpt-oss');
+  const { runSft, parseSftConfig } = await import('../rl/sft.ts');
+  const { RetailStream, heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } = await import('../recipes/retail/stream.ts');
+  const config = parseSftConfig({ ...sft.config, padId: built.deps.padId });
+  const raw = parseRetailStream(sft.stream);
+  const held = heldOutWorldSeeds([run.taskOptions.dataDir, run.taskOptions.valDir]);
+  const spec = { ...raw, excludeWorldSeeds: [...new Set([...raw.excludeWorldSeeds, ...held])].sort((a, b) => a - b) };
+  const ctx = { format: built.deps.format, tokenizer: built.tokenizer, conversation: built.conversation, seqLen: config.seqLen, rowsPerStep: config.rowsPerStep };
+  const stream = new RetailStream(spec, ctx);
+  const evalDocs = await streamEvalDocuments(spec, ctx);
+  print(`sft: streaming fresh conversations (seed ${spec.seed}, ${spec.tasksPerWorld} tasks per world, difficulty ${JSON.stringify(spec.difficulty)}` +
+    `${spec.expert.mistakeRate > 0 ? `, demonstrator mistake rate ${spec.expert.mistakeRate}` : ''}${spec.copyDrill ? `, copy drill ${spec.copyDrill.share}` : ''}), ` +
+    `${config.steps} steps of ${config.rowsPerStep} × ${config.seqLen} tokens; ${held.length} held-out world seeds excluded; eval on ${evalDocs.length} conversations`);
+  const every = Math.max(1, Math.round((config.steps ?? 100) / 50));
+  const result = await runSft(config, {
+    model: built.model, data: { source: stream, eval: evalDocs }, outDir: sft.outDir, resume: resumePoint(sft, print), quiet,
+    onStep: (m) => {
+      if (m.step % every !== 0 && m.step !== 1) return;
+      const st = stream.lastStats;
+      const extra = st ? `, ${st.episodes} episodes on ${st.worlds} worlds (expert reward-1 ${st.expertSuccess}/${st.episodes}), kept ${st.kept}/${st.generated} tokens, data ${(m.dataSeconds ?? 0).toFixed(2)} s` : '';
+      print(`sft step ${m.step}: loss ${m.loss.toFixed(4)}${m.contextLoss !== undefined ? ` (context ${m.contextLoss.toFixed(4)})` : ''}, lr ${m.lr.toExponential(2)}, ${Math.round(m.tokensPerSec)} tok/s, ${m.tokensSeen} tokens seen${extra}`);
+    },
+    onEval: (m) => print(`sft eval at step ${m.step}: held-out loss ${m.evalLoss.toFixed(4)} over ${m.evalTokens} tokens`),
+  });
+  print(`sft: ${result.steps} steps, ${result.tokensSeen} tokens, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}${result.finalEvalLoss !== null ? `, held-out ${result.finalEvalLoss.toFixed(4)}` : ''}`);
+  if (built.deps.policy instanceof GptOssPolicy) built.deps.policy.resetReferenceToCurrent();
 }
 
 /** The SFT stage: warm-starts the gpt-oss policy from expert trajectories before GRPO. */
 async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   if (!run.sft) return;
   if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
+  if (run.sft.stream !== undefined) return runStreamStage(run, built, print, quiet);
   const { runSft } = await import('../rl/sft.ts');
   const { docs, stats, seqLen, mix } = await sftDocuments(run, built);
   print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}` +
@@ -100,18 +157,23 @@ export async function trainCommand(opts: TrainCommandOptions, print: (line: stri
     const grpo = (raw.grpo ?? {}) as Record<string, unknown>;
     raw.grpo = { ...grpo, trainer: { ...((grpo.trainer ?? {}) as Record<string, unknown>), totalSteps: steps } };
   }
-  const { run, trainer: config } = parseRunFile(raw);
-  if (opts.resume === false) config.trainer.resume = false;
-  if (opts.progress) config.trainer.progress = true;
+  const { run, trainer: config } = parseStagesRunFile(raw);
+  if (config && opts.resume === false) config.trainer.resume = false;
+  if (config && opts.progress) config.trainer.progress = true;
+  const quiet = !(opts.progress ?? config?.trainer.progress ?? false);
   if (run.prepare !== undefined) {
     if (run.task !== 'retail-synth') throw new Error('the prepare section needs task: retail-synth');
-    const { prepareRetailData } = await import('../rl/prepare.ts');
+    const { prepareRetailData } = await import('../recipes/retail/prepare.ts');
     for (const line of (await prepareRetailData(run.prepare, { tools: run.taskOptions.tools })).log) print(line);
   }
-  for (const f of [config.trainer.metricsFile, config.trainer.episodesFile, config.trainer.checkpointDir && join(config.trainer.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
   const built = await buildRun(run);
-  await runCurriculumStage(run, built, print, !config.trainer.progress);
-  await runSftStage(run, built, print, !config.trainer.progress);
+  await runCurriculumStage(run, built, print, quiet);
+  await runSftStage(run, built, print, quiet);
+  if (config === null) {
+    print('done: no grpo section, the run ends after its SFT stage');
+    return 0;
+  }
+  for (const f of [config.trainer.metricsFile, config.trainer.episodesFile, config.trainer.checkpointDir && join(config.trainer.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
   const trainer = new GrpoTrainer({ ...built.deps, config, log: print });
   const { history, validations } = await trainer.fit();
   const last = history.at(-1);

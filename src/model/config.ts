@@ -157,14 +157,18 @@ const GPT_OSS_COMMON = {
   tie_word_embeddings: false,
 } as const;
 
-/** Tiny models: YaRN with a small factor so the ramp and concentration are exercised, windows that bite. */
+/**
+ * Tiny models: YaRN with a small factor so the ramp and concentration are exercised, windows that bite. Unlike
+ * gpt-oss they say `truncate: true` (correction range rounded to whole dimensions), which is what llama.cpp computes,
+ * so their GGUF export is the same model.
+ */
 function tiny(layers: number, hidden: number, heads: number, kvHeads: number, headDim: number, vocab: number, experts: number,
   topK: number, inter: number, window: number, mlp: 'moe' | 'dense' = 'moe'): GptOssConfigInput {
   return {
     num_hidden_layers: layers, hidden_size: hidden, num_attention_heads: heads, num_key_value_heads: kvHeads, head_dim: headDim,
     sliding_window: window, num_local_experts: experts, num_experts_per_tok: topK, intermediate_size: inter, vocab_size: vocab,
     rope_theta: 10000,
-    rope_scaling: { rope_type: 'yarn', factor: 4, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: 512, truncate: false },
+    rope_scaling: { rope_type: 'yarn', factor: 4, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: 512, truncate: true },
     max_position_embeddings: 2048, rms_norm_eps: 1e-5, attention_bias: true, swiglu_limit: 7, initializer_range: 0.02,
     tie_word_embeddings: false, mlp,
   };

@@ -9,12 +9,20 @@
 /** verl's `epsilon` in compute_grpo_outcome_advantage. */
 export const GRPO_EPSILON = 1e-6;
 
-export type AdvantageEstimator = 'grpo' | 'rloo';
+export type AdvantageEstimator = 'grpo' | 'rloo' | 'rft';
 
 export interface AdvantageOptions {
   /** `algorithm.norm_adv_by_std_in_grpo`: true = GRPO, false = Dr.GRPO (no std scaling). Default true. */
   normAdvByStd?: boolean;
   epsilon?: number;
+  /**
+   * Per-trajectory scores whose group std divides the advantages instead of the std of the training scores (with
+   * partial credit: the task rewards, so a credit difference is not blown up to the size of a success); a group in
+   * which they are all equal is divided by 1. GRPO only.
+   */
+  stdScores?: ArrayLike<number>;
+  /** RFT's threshold: a trajectory is kept (A = 1) when its score is ≥ this (default 1). */
+  minReward?: number;
 }
 
 export interface AdvantageResult {
@@ -48,23 +56,35 @@ export function groupIndices(uids: readonly string[]): Map<string, number[]> {
 }
 
 /**
- * GRPO (verl.md §4.1): per group with more than one member, μ = mean and σ = unbiased std (N−1);
- * a singleton group uses μ = 0, σ = 1. `A_i = (s_i − μ)/(σ + ε)`, or `s_i − μ` when `normAdvByStd` is false (Dr.GRPO).
+ * GRPO (DeepSeekMath, arXiv 2402.03300, §4.1, outcome supervision; verl's compute_grpo_outcome_advantage): per
+ * group with more than one member, μ = mean and σ = unbiased std (N−1); a singleton group uses μ = 0, σ = 1.
+ * `A_i = (s_i − μ)/(σ + ε)`, or `s_i − μ` when `normAdvByStd` is false (Dr.GRPO, arXiv 2503.20783).
+ * With `stdScores`, σ is their group std, and a group where they are all equal gets `A_i = s_i − μ`.
  */
 export function grpoSequenceAdvantages(scores: ArrayLike<number>, uids: readonly string[], options: AdvantageOptions = {}): Float64Array {
   if (scores.length !== uids.length) throw new Error(`grpo advantages: ${scores.length} scores but ${uids.length} uids`);
+  const stdScores = options.stdScores;
+  if (stdScores && stdScores.length !== scores.length) throw new Error(`grpo advantages: ${stdScores.length} stdScores for ${scores.length} scores`);
   const eps = options.epsilon ?? GRPO_EPSILON;
   const norm = options.normAdvByStd ?? true;
   const adv = new Float64Array(scores.length);
+  const groupStd = (x: ArrayLike<number>, members: readonly number[]) => {
+    const m = members.reduce((a, i) => a + x[i], 0) / members.length;
+    return Math.sqrt(members.reduce((a, i) => a + (x[i] - m) ** 2, 0) / (members.length - 1));
+  };
   for (const members of groupIndices(uids).values()) {
     let mean = 0;
-    let std = 1;
+    let divisor = 1 + eps;
     if (members.length > 1) {
       mean = members.reduce((a, i) => a + scores[i], 0) / members.length;
-      const ss = members.reduce((a, i) => a + (scores[i] - mean) ** 2, 0);
-      std = Math.sqrt(ss / (members.length - 1));
+      if (stdScores) {
+        const std = groupStd(stdScores, members);
+        divisor = std > 0 ? std + eps : 1;
+      } else {
+        divisor = groupStd(scores, members) + eps;
+      }
     }
-    for (const i of members) adv[i] = norm ? (scores[i] - mean) / (std + eps) : scores[i] - mean;
+    for (const i of members) adv[i] = norm ? (scores[i] - mean) / divisor : scores[i] - mean;
   }
   return adv;
 }
@@ -86,6 +106,17 @@ export function rlooSequenceAdvantages(scores: ArrayLike<number>, uids: readonly
     for (const i of members) adv[i] = (k / (k - 1)) * (scores[i] - mean);
   }
   return adv;
+}
+
+/**
+ * Rejection sampling, online (RAFT, Dong et al., arXiv 2304.06767: sample, keep the high-reward samples, fine-tune
+ * on them, repeat; STaR, Zelikman et al., arXiv 2203.14465, without its rationalisation step): `A_i = 1` when the
+ * trajectory's score reaches `minReward` (kept, imitated by the `sft` policy loss), else 0 (dropped before the
+ * update). No baseline and no std normalisation: groups play no part.
+ */
+export function rftSequenceAdvantages(scores: ArrayLike<number>, minReward = 1): Float64Array {
+  if (!(minReward > 0)) throw new RangeError(`rft advantages: minReward must be > 0, got ${minReward}`);
+  return Float64Array.from(scores, (s) => (s >= minReward ? 1 : 0));
 }
 
 /** `advantages[i, t] = A_i · m[i, t]` (verl.md §4.1 step 4). */
@@ -116,8 +147,12 @@ export function computeAdvantages(
     case 'rloo':
       sequence = rlooSequenceAdvantages(scores, uids);
       break;
+    case 'rft':
+      if (uids.length !== rows) throw new Error(`rft advantages: ${rows} rows but ${uids.length} uids`);
+      sequence = rftSequenceAdvantages(scores, options.minReward);
+      break;
     default:
-      throw new Error(`unknown advantage estimator "${String(estimator)}" (use grpo or rloo)`);
+      throw new Error(`unknown advantage estimator "${String(estimator)}" (use grpo, rloo or rft)`);
   }
   return { sequence, tokens: broadcastOverMask(sequence, responseMask, rows, cols) };
 }

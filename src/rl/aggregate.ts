@@ -1,7 +1,13 @@
 /**
- * `loss_agg_mode` (verl.md §4.4, legacy worker, per micro-batch): turns a per-token loss matrix L `[B,R]` and the
- * response mask m into a scalar, and returns the weights w with ∂scalar/∂L[i,t] = w[i,t] (the chain rule then gives
- * ∂scalar/∂logπ = w ⊙ ∂L/∂logπ). The trainer multiplies by 1/grad_accum on top.
+ * `loss_agg_mode`: turns a per-token loss matrix L `[B,R]` and the response mask m into a scalar, and returns the
+ * weights w with ∂scalar/∂L[i,t] = w[i,t] (the chain rule then gives ∂scalar/∂logπ = w ⊙ ∂L/∂logπ).
+ *
+ * The denominators belong to the whole mini-batch (one optimizer step), not to the micro-batch the losses come from:
+ * the trainer computes them once with `aggregationDenominators` and passes them to every micro-batch, so the summed
+ * micro-batch aggregates are the mini-batch aggregate and the gradient does not depend on how the mini-batch is
+ * split (Hugging Face, "Fixing Gradient Accumulation", https://huggingface.co/blog/gradient_accumulation; verl
+ * pull request 906, https://github.com/verl-project/verl/pull/906). Called without them, a batch is its own
+ * mini-batch.
  */
 import { checkShape } from './advantages.ts';
 
@@ -11,9 +17,19 @@ export const LOSS_AGG_MODES: readonly LossAggMode[] = ['token-mean', 'seq-mean-t
 /** The 1e-8 verl adds to a sequence's token count in seq-mean-token-mean. */
 export const SEQ_MEAN_EPS = 1e-8;
 
+/** What a mini-batch's aggregate is divided by. */
+export interface AggregationDenominators {
+  /** Σ m over the mini-batch (token-mean). */
+  tokens: number;
+  /** Sequences of the mini-batch with at least one valid token (the seq-mean-* modes). */
+  sequences: number;
+}
+
 export interface AggregateOptions {
   /** `loss_scale_factor` for seq-mean-token-sum-norm; defaults to the padded width R. */
   lossScaleFactor?: number;
+  /** The whole mini-batch's denominators when `losses` is one micro-batch of it (default: this batch's own). */
+  denominators?: AggregationDenominators;
 }
 
 export interface Aggregated {
@@ -22,31 +38,43 @@ export interface Aggregated {
   weights: Float32Array;
 }
 
+function rowTokenCounts(mask: ArrayLike<number>, rows: number, cols: number): Float64Array {
+  const counts = new Float64Array(rows);
+  for (let i = 0; i < rows; i++) for (let t = 0; t < cols; t++) counts[i] += mask[i * cols + t];
+  return counts;
+}
+
+/** Token and sequence counts of a (mini-)batch's mask `[rows, cols]`. */
+export function aggregationDenominators(mask: ArrayLike<number>, rows: number, cols: number): AggregationDenominators {
+  checkShape('mask', mask, rows, cols);
+  const counts = rowTokenCounts(mask, rows, cols);
+  return { tokens: counts.reduce((a, c) => a + c, 0), sequences: counts.reduce((a, c) => a + (c > 0 ? 1 : 0), 0) };
+}
+
 /**
- * - token-mean: Σ L·m / Σ m
- * - seq-mean-token-sum: mean over sequences with ≥ 1 valid token of Σ_t L·m
- * - seq-mean-token-mean: mean over those sequences of Σ_t L·m / (Σ_t m + 1e-8)
- * - seq-mean-token-sum-norm (Dr.GRPO): Σ L·m / loss_scale_factor (default R), not divided by the number of sequences
+ * With N = Σ m and S = the number of sequences with ≥ 1 valid token, both over the mini-batch, and n_i = Σ_t m[i,t]:
+ * - token-mean: Σ L·m / N — DAPO's token-level loss (arXiv 2503.14476, §3.3: 1/Σ_i|o_i| · Σ_i Σ_t)
+ * - seq-mean-token-sum: Σ_i (Σ_t L·m) / S
+ * - seq-mean-token-mean: Σ_i (Σ_t L·m / (n_i + 1e-8)) / S — GRPO's 1/G · Σ_i 1/|o_i| · Σ_t (DeepSeekMath, arXiv
+ *   2402.03300, §4.1)
+ * - seq-mean-token-sum-norm: Σ_i (Σ_t L·m) / (S · loss_scale_factor) — Dr.GRPO (arXiv 2503.20783): GRPO without the
+ *   1/|o_i| length term, 1/G · Σ_i Σ_t, with a constant in place of the length (the paper's code divides by the
+ *   generation budget; the default here is R). verl's legacy actor divides Σ L·m by the constant only and then by
+ *   the number of micro-batches, which made the value depend on the split; dividing by S keeps the paper's 1/G.
+ * The verl config page names the modes (https://verl.readthedocs.io/en/latest/examples/config.html, `loss_agg_mode`).
  * An empty mask gives 0 with zero weights.
  */
 export function aggregateLoss(losses: ArrayLike<number>, mask: ArrayLike<number>, rows: number, cols: number, mode: LossAggMode, options: AggregateOptions = {}): Aggregated {
   checkShape('losses', losses, rows, cols);
   checkShape('mask', mask, rows, cols);
+  const tokenCounts = rowTokenCounts(mask, rows, cols);
+  const { tokens, sequences } = options.denominators ?? aggregationDenominators(mask, rows, cols);
   const weights = new Float32Array(rows * cols);
-  const tokenCounts = new Float64Array(rows);
-  let totalTokens = 0;
-  for (let i = 0; i < rows; i++) {
-    let c = 0;
-    for (let t = 0; t < cols; t++) c += mask[i * cols + t];
-    tokenCounts[i] = c;
-    totalTokens += c;
-  }
-  const validSeqs = tokenCounts.reduce((a, c) => a + (c > 0 ? 1 : 0), 0);
   let value = 0;
   const assign = (rowWeight: (i: number) => number) => {
     for (let i = 0; i < rows; i++) {
+      if (tokenCounts[i] === 0) continue;
       const w = rowWeight(i);
-      if (w === 0) continue;
       for (let t = 0; t < cols; t++) {
         const k = i * cols + t;
         const wk = w * mask[k];
@@ -57,18 +85,18 @@ export function aggregateLoss(losses: ArrayLike<number>, mask: ArrayLike<number>
   };
   switch (mode) {
     case 'token-mean':
-      if (totalTokens > 0) assign(() => 1 / totalTokens);
+      if (tokens > 0) assign(() => 1 / tokens);
       break;
     case 'seq-mean-token-sum':
-      if (validSeqs > 0) assign((i) => (tokenCounts[i] > 0 ? 1 / validSeqs : 0));
+      if (sequences > 0) assign(() => 1 / sequences);
       break;
     case 'seq-mean-token-mean':
-      if (validSeqs > 0) assign((i) => (tokenCounts[i] > 0 ? 1 / (validSeqs * (tokenCounts[i] + SEQ_MEAN_EPS)) : 0));
+      if (sequences > 0) assign((i) => 1 / (sequences * (tokenCounts[i] + SEQ_MEAN_EPS)));
       break;
     case 'seq-mean-token-sum-norm': {
       const factor = options.lossScaleFactor ?? cols;
       if (!(factor > 0)) throw new RangeError(`loss_scale_factor must be > 0, got ${factor}`);
-      assign(() => 1 / factor);
+      if (sequences > 0) assign(() => 1 / (sequences * factor));
       break;
     }
     default:

@@ -24,15 +24,19 @@ export const TrainerConfigSchema = z.object({
     topP: z.number().gt(0).max(1).default(1),
     /** −1 = off. */
     topK: z.number().int().default(-1),
-    /** `multi_turn.max_assistant_turns`. */
-    maxTurns: z.number().int().positive().default(8),
+    /**
+     * `multi_turn.max_assistant_turns`: model turns per episode, each tool call one (src/rollout/agentLoop.ts); an
+     * episode still running after it ends `max_turns` with reward 0. 30 leaves room for retail episodes (up to ~10
+     * replies to the user plus their tool calls); watch `rollout/truncated_share`.
+     */
+    maxTurns: z.number().int().positive().default(30),
     /** R: token budget after the prompt (model + observation tokens), `rollout.response_length`. */
     maxResponseTokens: z.number().int().positive().default(1024),
     maxTokensPerTurn: z.number().int().positive().optional(),
     /** Episodes in flight at once. */
     concurrency: z.number().int().positive().default(8),
     onParseError: z.enum(['send-text', 'terminate']).default('send-text'),
-  }).strict().default({ n: 8, temperature: 1, topP: 1, topK: -1, maxTurns: 8, maxResponseTokens: 1024, concurrency: 8, onParseError: 'send-text' }),
+  }).strict().default({ n: 8, temperature: 1, topP: 1, topK: -1, maxTurns: 30, maxResponseTokens: 1024, concurrency: 8, onParseError: 'send-text' }),
   actor: z.object({
     /** Prompts per optimizer step: `ppo_mini_batch_size` (default: the whole batch, one step). */
     ppoMiniBatchSize: z.number().int().positive().optional(),
@@ -40,13 +44,23 @@ export const TrainerConfigSchema = z.object({
     ppoMicroBatchSize: z.number().int().positive().optional(),
     /**
      * Dynamic batch size (`use_dynamic_bsz` + `ppo_max_token_len_per_gpu`): micro-batches by token budget instead of
-     * count — ceil(tokens / budget) workload-balanced groups, each micro-batch's gradient scaled by its share of rows.
+     * count — ceil(tokens / budget) workload-balanced groups. Either way the loss is divided by the mini-batch's token
+     * or sequence count (aggregate.ts), so the split does not change the update.
      */
     ppoMaxTokenLenPerMicro: z.number().int().positive().optional(),
+    /**
+     * Passes over the batch per step (`ppo_epochs`). With more than one pass, or more than one mini-batch, the later
+     * optimizer steps are off-policy and the PPO ratio and clip take effect; with one of each every step is a plain
+     * policy-gradient step.
+     */
     ppoEpochs: z.number().int().positive().default(1),
     /** `grad_clip` (verl default 1.0). */
     gradClip: z.number().default(1),
-    policyLoss: z.enum(['vanilla', 'gspo']).default('vanilla'),
+    /**
+     * 'vanilla' PPO clip, 'gspo', or 'sft' (−log π per response token: rejection-sampling fine-tuning's loss; only
+     * with `algorithm.advEstimator: 'rft'`, where it is the default and the only one accepted).
+     */
+    policyLoss: z.enum(['vanilla', 'gspo', 'sft']).default('vanilla'),
     clipRatio: z.number().min(0).default(0.2),
     clipRatioLow: z.number().min(0).optional(),
     clipRatioHigh: z.number().min(0).optional(),
@@ -54,13 +68,38 @@ export const TrainerConfigSchema = z.object({
     lossAggMode: z.enum(['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm']).default('token-mean'),
     lossScaleFactor: z.number().positive().optional(),
     entropyCoeff: z.number().default(0),
+    /**
+     * KL loss to the reference policy (GRPO's β·KL, DeepSeekMath arXiv 2402.03300). Off by default, as in DAPO
+     * (arXiv 2503.14476, §2.3) and Dr.GRPO (arXiv 2503.20783); with it and `algorithm.useKlInReward` both off the
+     * trainer computes no reference log-probs and `longrun train` builds no reference model.
+     */
     useKlLoss: z.boolean().default(false),
     klLossCoef: z.number().min(0).default(0.001),
     klLossType: klType.default('low_var_kl'),
   }).strict().default({ ppoEpochs: 1, gradClip: 1, policyLoss: 'vanilla', clipRatio: 0.2, clipRatioC: 3, lossAggMode: 'token-mean', entropyCoeff: 0, useKlLoss: false, klLossCoef: 0.001, klLossType: 'low_var_kl' }),
   algorithm: z.object({
-    advEstimator: z.enum(['grpo', 'rloo']).default('grpo'),
-    /** false = Dr.GRPO. */
+    /**
+     * 'grpo', 'rloo', or 'rft': online rejection-sampling fine-tuning (expert iteration; RAFT, arXiv 2304.06767;
+     * STaR, arXiv 2203.14465), the baseline that shares this trainer's generation, validation, checkpoints and
+     * metrics. Each step samples `rollout.n` episodes per task as GRPO does, keeps those whose episode (task) reward
+     * is ≥ `rft.minReward`, drops the others from the batch before any forward, and takes an SFT step on the kept
+     * ones: the gradient of −Σ_kept Σ_t m·log π / (kept response tokens of the mini-batch) with the default
+     * `actor.lossAggMode` token-mean (the other modes weigh the kept sequences as they do for GRPO). No ratio, clip,
+     * KL, baseline or std normalisation, and no old-log-prob or reference forward (π_old is the rollout's log-probs,
+     * kept only for the `actor/ppo_kl` drift statistic). `actor.policyLoss` defaults to 'sft' and must be it; a KL
+     * loss, KL in the reward, an entropy bonus, importance weights, group filtering, partial credit and the overlong
+     * penalty are refused. `actor.ppoMiniBatchSize` splits the step as for GRPO (each mini-batch keeps its own kept
+     * rows; one with none takes no optimizer step); `actor.ppoEpochs` > 1 makes that many SFT passes over the kept
+     * rows (allowed: with no ratio nothing is off-policy). Metrics: `rft/kept_samples`, `rft/kept_share`,
+     * `rft/kept_tokens`, `rft/skipped_steps` (optimizer steps skipped because their mini-batch kept no row; with one
+     * mini-batch and one epoch, 1 on a step that kept nothing and so changed no weight).
+     */
+    advEstimator: z.enum(['grpo', 'rloo', 'rft']).default('grpo'),
+    rft: z.object({
+      /** Episodes with a task reward ≥ this are kept (τ² rewards lie in [0, 1]; 1 = successes only). */
+      minReward: z.number().gt(0).max(1).default(1),
+    }).strict().default({ minReward: 1 }),
+    /** false = Dr.GRPO. With `actionCredit` the std comes from the task rewards (see there). */
     normAdvByStdInGrpo: z.boolean().default(true),
     useKlInReward: z.boolean().default(false),
     klPenalty: klType.default('kl'),
@@ -90,6 +129,12 @@ export const TrainerConfigSchema = z.object({
      * Partial credit for training only: an episode whose task reward r is below 1 earns `weight` × the share of the
      * task's gold actions it matched (τ²'s action check: right tool, right arguments), r' = r + (1 − r) · weight · f.
      * Validation keeps the task reward. Gives groups different rewards before the policy solves a task outright.
+     *
+     * GRPO's std normalisation scales every group to unit spread, which would give a group that differs only by a
+     * 0.1 credit the same ±1 advantages as a group with a real success. With credit on, σ is the std of the group's
+     * TASK rewards: a group with successes and failures is normalised as in GRPO (DeepSeekMath, arXiv 2402.03300,
+     * §4.1), and a group whose task rewards are all equal is not normalised (divided by 1, as Dr.GRPO does everywhere,
+     * arXiv 2503.20783), so its credit differences stay their own size.
      */
     actionCredit: z.object({
       enable: z.boolean().default(false),
@@ -100,7 +145,7 @@ export const TrainerConfigSchema = z.object({
        */
       actions: z.enum(['all', 'writes', 'writes-graded']).default('all'),
     }).strict().default({ enable: false, weight: 0.5, actions: 'all' }),
-  }).strict().default({ advEstimator: 'grpo', normAdvByStdInGrpo: true, useKlInReward: false, klPenalty: 'kl', klCoef: 0.001, filterGroups: { enable: false, metric: 'reward', maxNumGenBatches: 10 }, rolloutCorrection: { rolloutIs: null, threshold: 2, bypassMode: false }, overlongBuffer: { enable: false, len: 256, penaltyFactor: 1 }, actionCredit: { enable: false, weight: 0.5, actions: 'all' } }),
+  }).strict().default({ advEstimator: 'grpo', rft: { minReward: 1 }, normAdvByStdInGrpo: true, useKlInReward: false, klPenalty: 'kl', klCoef: 0.001, filterGroups: { enable: false, metric: 'reward', maxNumGenBatches: 10 }, rolloutCorrection: { rolloutIs: null, threshold: 2, bypassMode: false }, overlongBuffer: { enable: false, len: 256, penaltyFactor: 1 }, actionCredit: { enable: false, weight: 0.5, actions: 'all' } }),
   trainer: z.object({
     totalSteps: z.number().int().positive(),
     seed: z.number().int().min(0).default(0),
@@ -116,7 +161,10 @@ export const TrainerConfigSchema = z.object({
     checkpointDir: z.string().optional(),
     /** Resume from the latest checkpoint in checkpointDir when there is one. */
     resume: z.boolean().default(true),
-    /** JSONL metrics file (one line per step and per validation). */
+    /**
+     * JSONL metrics file (one line per step and per validation). A resumed run keeps the rows up to its checkpoint's
+     * step; a fresh start (no checkpoint, or `resume: false`) empties it, as does `episodesFile`'s.
+     */
     metricsFile: z.string().optional(),
     /** JSONL with one line per episode (training and validation): task, family, reward, token counts, turns, errors. */
     episodesFile: z.string().optional(),
@@ -125,11 +173,42 @@ export const TrainerConfigSchema = z.object({
 }).strict();
 
 export type TrainerConfig = z.infer<typeof TrainerConfigSchema>;
+
+/** Whether a run needs the reference policy: a KL loss or KL in the reward. */
+export function needsReferencePolicy(c: Pick<TrainerConfig, 'actor' | 'algorithm'>): boolean {
+  return c.actor.useKlLoss || c.algorithm.useKlInReward;
+}
 export type TrainerConfigInput = z.input<typeof TrainerConfigSchema>;
+
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** With `algorithm.advEstimator: 'rft'` and no `actor.policyLoss`, the policy loss is 'sft'. */
+function withRftDefaults(raw: unknown): unknown {
+  if (!isRecord(raw) || !isRecord(raw.algorithm) || raw.algorithm.advEstimator !== 'rft') return raw;
+  const actor = raw.actor === undefined ? {} : raw.actor;
+  if (!isRecord(actor) || actor.policyLoss !== undefined) return raw;
+  return { ...raw, actor: { ...actor, policyLoss: 'sft' } };
+}
+
+/** What rejection-sampling fine-tuning refuses (config.ts, algorithm.advEstimator), as `path: reason` lines. */
+function rftConflicts(c: TrainerConfig): string[] {
+  const a = c.algorithm;
+  if (a.advEstimator !== 'rft') return c.actor.policyLoss === 'sft' ? ["actor.policyLoss: 'sft' is rejection-sampling fine-tuning's loss; use it with algorithm.advEstimator: rft"] : [];
+  const out: string[] = [];
+  if (c.actor.policyLoss !== 'sft') out.push(`actor.policyLoss: algorithm.advEstimator rft takes an SFT step (policyLoss sft, the default with rft), not ${c.actor.policyLoss}`);
+  if (c.actor.useKlLoss) out.push('actor.useKlLoss: rft is plain SFT on the kept samples, without a KL loss');
+  if (a.useKlInReward) out.push('algorithm.useKlInReward: rft keeps samples by their task reward; a KL term in the reward does not apply');
+  if (c.actor.entropyCoeff !== 0) out.push('actor.entropyCoeff: rft is plain SFT on the kept samples, without an entropy bonus');
+  if (a.rolloutCorrection.rolloutIs !== null) out.push('algorithm.rolloutCorrection.rolloutIs: an SFT step has no importance weights');
+  if (a.filterGroups.enable) out.push("algorithm.filterGroups: DAPO's filter would drop the all-success groups, which are rft's training data");
+  if (a.actionCredit.enable) out.push('algorithm.actionCredit: rft keeps samples by their task reward; partial credit does not apply');
+  if (a.overlongBuffer.enable) out.push('algorithm.overlongBuffer: rft keeps samples by their task reward; the overlong penalty does not apply');
+  return out;
+}
 
 /** Validates a config object; errors list every bad field with its path. */
 export function parseTrainerConfig(raw: unknown): TrainerConfig {
-  const r = TrainerConfigSchema.safeParse(raw);
+  const r = TrainerConfigSchema.safeParse(withRftDefaults(raw));
   if (!r.success) {
     const lines = r.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
     throw new Error(`invalid trainer config:\n${lines.join('\n')}`);
@@ -140,6 +219,8 @@ export function parseTrainerConfig(raw: unknown): TrainerConfig {
   const micro = c.actor.ppoMicroBatchSize;
   if (micro !== undefined && (mini * c.rollout.n) % micro !== 0) throw new Error(`invalid trainer config:\n  actor.ppoMicroBatchSize (${micro}) must divide the mini-batch of ${mini}×${c.rollout.n} = ${mini * c.rollout.n} trajectories`);
   if (c.algorithm.overlongBuffer.enable && c.algorithm.overlongBuffer.len > c.rollout.maxResponseTokens) throw new Error('invalid trainer config:\n  algorithm.overlongBuffer.len exceeds rollout.maxResponseTokens');
+  const rft = rftConflicts(c);
+  if (rft.length) throw new Error(`invalid trainer config:\n${rft.map((l) => `  ${l}`).join('\n')}`);
   return c;
 }
 

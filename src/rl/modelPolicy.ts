@@ -9,7 +9,7 @@
  * Limits of the current model API (documented, checked): training forwards need temperature 1 (the model's backward
  * starts from target log-probs at temperature 1); scoring-only forwards accept any temperature (through the full
  * log-softmax). Entropy (at temperature 1 for training forwards) is returned per token, and `backward` takes its
- * gradient (`dEntropy`, the entropy bonus) through the model's head: dH/dz_j = −p_j (log p_j + H). The reference policy is a separate frozen model, or the same model with its LoRA adapters off.
+ * gradient (`dEntropy`, the entropy bonus) through the model's head: dH/dz_j = −p_j (log p_j + H). The reference policy is a separate frozen model, the same model with its LoRA adapters off, or none (a run without a KL term).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,8 +21,11 @@ import { batchDims, type OptimizerStepResult, type Policy, type PolicyForward, t
 
 export interface GptOssPolicyOptions {
   optimizer: AdamWOptions;
-  /** A frozen model for the KL reference, or `'adapters-off'` (LoRA training: the base model is the reference). */
-  reference: GptOssModel | 'adapters-off';
+  /**
+   * A frozen model for the KL reference, `'adapters-off'` (LoRA training: the base model is the reference), or null:
+   * no KL term, so no copy of the model is kept.
+   */
+  reference: GptOssModel | 'adapters-off' | null;
 }
 
 interface Packed {
@@ -116,6 +119,7 @@ export class GptOssPolicy implements Policy {
 
   async referenceLogprobs(batch: Batch, options: { temperature: number }): Promise<Float32Array> {
     const ref = this.options.reference;
+    if (ref === null) throw new Error('GptOssPolicy: no reference model (built without one because the run has no KL term: actor.useKlLoss and algorithm.useKlInReward are off)');
     if (ref === 'adapters-off') return this.score(this.model, batch, options.temperature, false, false, false).logprobs;
     return this.score(ref, batch, options.temperature, false, false, true).logprobs;
   }
@@ -138,6 +142,19 @@ export class GptOssPolicy implements Policy {
 
   zeroGrad(): void {
     this.model.zeroGrad();
+  }
+
+  get learningRate(): number {
+    return this.optimizer.lr;
+  }
+
+  set learningRate(lr: number) {
+    this.optimizer.lr = lr;
+  }
+
+  /** Whether a frozen reference model was built (with `'adapters-off'` the reference is the base model itself). */
+  get hasReferenceModel(): boolean {
+    return this.options.reference !== null && this.options.reference !== 'adapters-off';
   }
 
   async optimizerStep(options: { gradClip: number }): Promise<OptimizerStepResult> {
@@ -200,7 +217,7 @@ export class GptOssPolicy implements Policy {
   /** Makes the frozen reference a copy of the current weights (e.g. after an SFT warm start). */
   resetReferenceToCurrent(): void {
     const ref = this.options.reference;
-    if (ref === 'adapters-off') return;
+    if (ref === null || ref === 'adapters-off') return;
     const mine = this.model.parameters();
     for (const [name, p] of ref.parameters()) {
       const src = mine.get(name);

@@ -42,13 +42,18 @@ export interface Policy {
   zeroGrad(): void;
   /** Clips the global grad norm to `gradClip` (≤ 0: no clipping) and steps the optimizer. */
   optimizerStep(options: { gradClip: number }): Promise<OptimizerStepResult>;
-  /** Log-probs under the frozen reference policy (same layout). */
+  /** Log-probs under the frozen reference policy (same layout); the trainer asks only when a KL term is on. */
   referenceLogprobs(batch: Batch, options: { temperature: number }): Promise<Float32Array>;
   /** Makes the inference engine use the current weights (a no-op when it shares them in process). */
   syncToInference(): Promise<void>;
   /** Saves weights + optimizer state (moments, step) so that a load resumes exactly. */
   saveCheckpoint(dir: string): Promise<void>;
   loadCheckpoint(dir: string): Promise<void>;
+  /**
+   * The optimizer's learning rate, when the policy has one the trainer may set: a resumed run applies its configured
+   * rate over the one `loadCheckpoint` restored.
+   */
+  learningRate?: number;
   /** Peak bytes of model memory, when the policy tracks it. */
   peakMemoryBytes?(): number;
 }

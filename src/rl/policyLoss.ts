@@ -198,10 +198,37 @@ export function gspoPolicyLoss(x: PolicyLossInput, clip: ClipConfig = {}): Polic
   return { losses, dLogprob: grad, stats: stats.result() };
 }
 
-export type PolicyLossMode = 'vanilla' | 'gspo';
+/**
+ * Supervised fine-tuning on the batch's own tokens (rejection-sampling fine-tuning's loss, `advEstimator: 'rft'`):
+ * `L = −logπθ` per response token, ∂L/∂logπθ = −1; with token-mean aggregation the gradient is that of
+ * −Σ_i Σ_t m·logπθ / Σ m, the mean NLL of the rows' response tokens. No ratio, no clip, and the advantages are not
+ * read: which rows are imitated is decided before the loss (the trainer drops the rows RFT does not keep, so the
+ * aggregation's denominators count only kept tokens). Importance weights are refused (an SFT step has no behaviour
+ * policy to correct for). The statistics still compare logπθ with π_old (`ppo_kl`, the ratio), as a drift measure;
+ * `clipFrac` is 0.
+ */
+export function sftPolicyLoss(x: PolicyLossInput): PolicyLossResult {
+  checkInput(x);
+  if (x.isWeights) throw new Error('sft policy loss: importance weights (rolloutCorrection.rolloutIs) do not apply to an SFT step');
+  const n = x.rows * x.cols;
+  const losses = new Float32Array(n);
+  const grad = new Float32Array(n);
+  const stats = new StatsAccumulator();
+  for (let k = 0; k < n; k++) {
+    if (x.responseMask[k] === 0) continue;
+    losses[k] = -x.logprobs[k];
+    grad[k] = -1;
+    const logRatio = x.logprobs[k] - x.oldLogprobs[k];
+    stats.add(Math.exp(Math.min(Math.max(logRatio, -LOG_RATIO_CLAMP), LOG_RATIO_CLAMP)), logRatio, false, false);
+  }
+  return { losses, dLogprob: grad, stats: stats.result() };
+}
+
+export type PolicyLossMode = 'vanilla' | 'gspo' | 'sft';
 
 export function computePolicyLoss(mode: PolicyLossMode, x: PolicyLossInput, clip: ClipConfig = {}): PolicyLossResult {
   if (mode === 'vanilla') return vanillaPolicyLoss(x, clip);
   if (mode === 'gspo') return gspoPolicyLoss(x, clip);
-  throw new Error(`unknown policy loss mode "${String(mode)}" (use vanilla or gspo)`);
+  if (mode === 'sft') return sftPolicyLoss(x);
+  throw new Error(`unknown policy loss mode "${String(mode)}" (use vanilla, gspo or sft)`);
 }

@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { clipGradNorm, globalNorm, Rng, type AdamW } from '../engine/index.ts';
 import type { GptOssModel } from '../model/index.ts';
 import { saveModel } from '../model/checkpoint/index.ts';
-import { accumulationGrad, documentWeight, microBatches, microBatchInput, packDocuments, type MicroBatch, type PackedRow, type SftDocument } from './packing.ts';
+import { accumulationGrad, documentWeight, microBatches, microBatchInput, packDocuments, type PackedRow, type SftDocument } from './packing.ts';
 import { lrAt, type LrSchedule } from './schedule.ts';
 import { listCheckpoints, readSftCheckpoint, trainableNames, writeCheckpoint, type TrainerState } from './sftCheckpoint.ts';
 
@@ -106,6 +106,8 @@ export interface SftStepMetrics {
   tokensSeen: number;
   tokensPerSec: number;
   peakBytes: number;
+  /** Seconds spent building the step's documents (streamed sources). */
+  dataSeconds?: number;
 }
 
 export interface SftEvalMetrics {
@@ -119,8 +121,11 @@ export interface SftRunOptions {
   model: GptOssModel;
   /** Saved as OUT/tokenizer.json when a fresh run starts (a resumed run leaves it alone). */
   tokenizer?: { save(path: string): void };
-  /** Documents (an eval share is split off by `evalFraction`), or explicit train / eval sets. */
-  data: readonly SftDocument[] | { train: readonly SftDocument[]; eval?: readonly SftDocument[] };
+  /**
+   * Documents (an eval share is split off by `evalFraction`), explicit train / eval sets, or a step source (a stream;
+   * `config.steps` is then required) with optional eval documents.
+   */
+  data: readonly SftDocument[] | { train: readonly SftDocument[]; eval?: readonly SftDocument[] } | { source: SftSource; eval?: readonly SftDocument[] };
   outDir: string;
   /** true: continue from the newest checkpoint in OUT/checkpoints (fresh start when there is none); a path: that one. */
   resume?: boolean | string;
@@ -194,8 +199,27 @@ export function splitEval(docs: readonly SftDocument[], fraction: number, seed: 
   return { train: docs.filter((_, i) => !evalIdx.has(i)), eval: docs.filter((_, i) => evalIdx.has(i)) };
 }
 
-/** The deterministic data plan: rows, and which rows form optimizer step s. */
-export class SftPlan {
+/** The documents and packed rows of one optimizer step (the step trains on every row). */
+export interface SftStepData {
+  docs: readonly SftDocument[];
+  rows: readonly PackedRow[];
+}
+
+/**
+ * Where the steps of an SFT run come from: a fixed corpus (`SftPlan`, epochs of shuffled rows) or a stream that builds
+ * each step from its index alone (e.g. src/recipes/retail/stream.ts). Either way step s is a pure function of s, so a
+ * resumed run needs only the step count. `fingerprint` identifies the data for resume checks.
+ */
+export interface SftSource {
+  readonly stepsPerEpoch: number;
+  readonly fingerprint: string;
+  epochOf(step: number): number;
+  stepData(step: number): SftStepData | Promise<SftStepData>;
+}
+
+/** The deterministic data plan of a fixed corpus: rows, and which rows form optimizer step s. */
+export class SftPlan implements SftSource {
+  readonly fingerprint: string;
   readonly rows: PackedRow[];
   readonly stepsPerEpoch: number;
   private cachedEpoch = -1;
@@ -203,6 +227,7 @@ export class SftPlan {
 
   constructor(readonly docs: readonly SftDocument[], readonly config: SftConfig) {
     if (docs.length === 0) throw new Error('sft: no training documents');
+    this.fingerprint = documentsFingerprint([docs]);
     this.rows = packDocuments(docs.map((d) => d.tokens.length), config.seqLen);
     this.stepsPerEpoch = Math.ceil(this.rows.length / config.rowsPerStep);
   }
@@ -222,8 +247,8 @@ export class SftPlan {
     return this.cachedOrder.slice(k * this.config.rowsPerStep, (k + 1) * this.config.rowsPerStep);
   }
 
-  microBatches(step: number): MicroBatch[] {
-    return microBatches(this.rows, this.stepRows(step), this.config.microBatchTokens);
+  stepData(step: number): SftStepData {
+    return { docs: this.docs, rows: this.stepRows(step).map((i) => this.rows[i]) };
   }
 }
 
@@ -256,18 +281,21 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   const { model, outDir } = options;
   if (model.gradients().size === 0) throw new Error('sft: the model has no gradient buffers (construct it with grads: true)');
   if (config.padId >= model.config.vocab_size) throw new Error(`sft: padId ${config.padId} is outside the model's vocabulary (${model.config.vocab_size})`);
-  const sets = Array.isArray(options.data)
-    ? splitEval(options.data as readonly SftDocument[], config.evalFraction, config.seed)
-    : { train: [...(options.data as { train: readonly SftDocument[] }).train], eval: [...((options.data as { eval?: readonly SftDocument[] }).eval ?? [])] };
-  checkDocuments(sets.train, model.config.vocab_size, config.seqLen, 'train');
+  const data = options.data;
+  const sets = Array.isArray(data)
+    ? splitEval(data as readonly SftDocument[], config.evalFraction, config.seed)
+    : { train: 'train' in data ? [...data.train] : [], eval: [...((data as { eval?: readonly SftDocument[] }).eval ?? [])] };
+  const streamed = !Array.isArray(data) && 'source' in data;
+  if (!streamed) checkDocuments(sets.train, model.config.vocab_size, config.seqLen, 'train');
   checkDocuments(sets.eval, model.config.vocab_size, config.seqLen, 'eval');
-  const plan = new SftPlan(sets.train, config);
+  const plan: SftSource = streamed ? (data as { source: SftSource }).source : new SftPlan(sets.train, config);
+  if (streamed && config.steps === undefined) throw new Error('sft: a streamed data source has no epochs; set config.steps');
   const totalSteps = config.steps ?? config.epochs * plan.stepsPerEpoch;
   const schedule: LrSchedule = { lr: config.lr, warmupSteps: config.warmupSteps, totalSteps, minLrRatio: config.minLrRatio, kind: config.schedule };
   if (options.stopAfterStep !== undefined && !(Number.isInteger(options.stopAfterStep) && options.stopAfterStep >= 1)) {
     throw new Error(`sft: stopAfterStep must be an integer ≥ 1, got ${options.stopAfterStep}`);
   }
-  const dataFingerprint = documentsFingerprint([sets.train, sets.eval]);
+  const dataFingerprint = streamed ? createHash('sha256').update(`${plan.fingerprint};eval:${documentsFingerprint([sets.eval])}`).digest('hex') : documentsFingerprint([sets.train, sets.eval]);
   const ckptRoot = join(outDir, 'checkpoints');
   const metricsPath = join(outDir, 'metrics.jsonl');
 
@@ -351,7 +379,11 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   try {
     while (step < stopAt) {
       const t0 = performance.now();
-      const inputs = plan.microBatches(step).map((mb) => microBatchInput(plan.docs, plan.rows, mb, config.padId, config.contextLossWeight));
+      const data = await plan.stepData(step);
+      const dataSeconds = (performance.now() - t0) / 1000;
+      if (streamed) checkDocuments(data.rows.flatMap((r) => r.docs.map((i) => data.docs[i])), model.config.vocab_size, config.seqLen, `step ${step + 1}`);
+      const inputs = microBatches(data.rows, data.rows.map((_, i) => i), config.microBatchTokens)
+        .map((mb) => microBatchInput(data.docs, data.rows, mb, config.padId, config.contextLossWeight));
       let W = 0, A = 0, tokens = 0, padded = 0, nll = 0, contextNll = 0, contextCount = 0, peakBytes = 0;
       for (const x of inputs) { W += x.weightSum; A += x.assistantWeight; tokens += x.realTokens; padded += x.tokens.length; }
       for (const x of inputs) {
@@ -381,7 +413,7 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
       const seconds = (performance.now() - t0) / 1000;
       const m: SftStepMetrics = {
         type: 'train', step, epoch, loss, ...(contextCount > 0 ? { contextLoss: contextNll / contextCount } : {}), lr, gradNorm, skipped, tokens, lossTokens: A, paddedTokens: padded, microBatches: inputs.length, tokensSeen,
-        tokensPerSec: seconds > 0 ? tokens / seconds : 0, peakBytes,
+        tokensPerSec: seconds > 0 ? tokens / seconds : 0, peakBytes, ...(streamed ? { dataSeconds } : {}),
       };
       history.push(m);
       log(m);
@@ -413,7 +445,7 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   }
   return {
     steps: step, totalSteps, stepsPerEpoch: plan.stepsPerEpoch, history, evals, finalLoss: lastLoss, finalEvalLoss: evals.at(-1)?.evalLoss ?? null,
-    tokensSeen, skippedSteps, resumedFromStep: loaded?.state.step ?? null, checkpointDir, modelDir, stoppedEarly, rows: plan.rows.length,
+    tokensSeen, skippedSteps, resumedFromStep: loaded?.state.step ?? null, checkpointDir, modelDir, stoppedEarly, rows: plan instanceof SftPlan ? plan.rows.length : step * config.rowsPerStep,
     evalDocuments: sets.eval.length,
   };
 }

@@ -1,13 +1,18 @@
 /**
  * The GRPO trainer loop, in verl's order (verl.md §2):
  *   generate (n per prompt, grouped by uid) → reward (at episode end, in the agent loop; optional DAPO overlong
- *   shaping and dynamic sampling) → old log-probs (current weights, no grad) → reference log-probs → KL-in-reward →
- *   advantages → ppo_epochs × mini-batches (one optimizer step each) × micro-batches (forward, loss, backward with
- *   scale 1/grad_accum) → weight sync to the inference engine.
+ *   shaping and dynamic sampling) → old log-probs (current weights, no grad) → reference log-probs (only with a KL
+ *   term) → KL-in-reward → advantages → ppo_epochs × mini-batches (one optimizer step each) × micro-batches
+ *   (actorUpdate.ts) → weight sync to the inference engine.
  * Validation every `testFreq` steps (mean reward, success, pass^k); checkpoints every `saveFreq` steps with exact
- * resume (trainer state + RNG here, weights + optimizer through the Policy); one JSONL metrics line per step.
+ * resume (trainer state + RNG here, weights + optimizer through the Policy; the configured learning rate wins over
+ * the checkpoint's; metrics and episode rows after the checkpoint are dropped); one JSONL metrics line per step. A
+ * fresh start (no checkpoint to resume) empties the metrics and episode files first, as SFT does (sft.ts), so a
+ * rerun of a run killed before its first checkpoint does not repeat rows.
  *
- * The policy loss per micro-batch (verl.md §4.3): pg_loss − entropy_coeff·agg(entropy) + kl_loss_coef·agg(kl).
+ * With `algorithm.advEstimator: 'rft'` the same loop is online rejection-sampling fine-tuning (config.ts): the same
+ * generation, then no old-log-prob or reference forward, advantages 1 on the episodes whose task reward reaches
+ * `rft.minReward` and 0 elsewhere, and an actor update on the kept rows only with the `sft` policy loss.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,18 +21,17 @@ import type { ChatFormat, ToolSpec } from '../llm/index.ts';
 import { Rng, type RngState } from '../gym/rng.ts';
 import { computeMetrics } from '../tooluse/metrics.ts';
 import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agentLoop.ts';
-import type { Batch } from '../rollout/batch.ts';
 import { collate } from '../rollout/collate.ts';
 import { flattenGroups, sampleGroups, type SampledGroup } from '../rollout/groups.ts';
 import type { InferenceEngine } from '../rollout/inference.ts';
+import { miniBatchIndices, updateActor } from './actorUpdate.ts';
 import { computeAdvantages } from './advantages.ts';
 import { aggregateLoss } from './aggregate.ts';
-import type { TrainerConfig } from './config.ts';
+import { needsReferencePolicy, type TrainerConfig } from './config.ts';
 import { calledToolNames, goldActionShare, withActionCredit } from './actionCredit.ts';
 import { dynamicSampling, overlongPenalty } from './dapo.ts';
-import { applyKlInReward, klPenalty, type KlPenaltyType } from './kl.ts';
+import { applyKlInReward, type KlPenaltyType } from './kl.ts';
 import type { Policy } from './policy.ts';
-import { computePolicyLoss } from './policyLoss.ts';
 
 export interface TrainerDeps {
   config: TrainerConfig;
@@ -79,6 +83,9 @@ export function rolloutIsWeights(old: ArrayLike<number>, rollout: ArrayLike<numb
 }
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+/** Share of episodes the agent loop cut off (turn limit or response-token budget) instead of the env ending them. */
+const truncatedShare = (ts: readonly Trajectory[]) => mean(ts.map((t) => (t.terminationReason === 'max_turns' || t.terminationReason === 'max_response_tokens' ? 1 : 0)));
 
 export class GrpoTrainer {
   readonly config: TrainerConfig;
@@ -178,6 +185,7 @@ export class GrpoTrainer {
   async trainStep(bar: cliProgress.SingleBar | null = null): Promise<Metrics> {
     const c = this.config;
     const { policy } = this.deps;
+    const stepStart = performance.now();
     const timing: Metrics = {};
     const time = async <T>(name: string, f: () => Promise<T>): Promise<T> => {
       const t0 = performance.now();
@@ -204,9 +212,11 @@ export class GrpoTrainer {
     }
 
     // 8. Old log-probs (π_old = current weights) and entropy for the metric; in bypass mode π_old = the rollout's.
+    // RFT's SFT loss has no ratio, so it skips this forward too (π_old = the rollout's, for the drift statistic only).
+    const rft = c.algorithm.advEstimator === 'rft';
     const rc = c.algorithm.rolloutCorrection;
     const rollout = batch.tensor('rollout_log_probs').data as Float32Array;
-    const old = rc.bypassMode
+    const old = rc.bypassMode || rft
       ? { logprobs: Float32Array.from(rollout), entropy: undefined }
       : await time('old_log_prob', () => policy.logprobs(batch, { temperature: c.rollout.temperature, grad: false, entropy: true }));
     batch.setTensor('old_log_probs', old.logprobs, [B, R]);
@@ -214,9 +224,8 @@ export class GrpoTrainer {
     for (let k = 0; k < B * R; k++) if (mask[k]) mismatch = Math.max(mismatch, Math.abs(rollout[k] - old.logprobs[k]));
     if (rc.rolloutIs !== null) batch.setTensor('rollout_is_weights', rolloutIsWeights(old.logprobs, rollout, mask, B, R, rc.rolloutIs, rc.threshold), [B, R]);
 
-    // 9. Reference log-probs.
-    const needRef = c.actor.useKlLoss || c.algorithm.useKlInReward;
-    if (needRef) batch.setTensor('ref_log_prob', await time('ref', () => policy.referenceLogprobs(batch, { temperature: c.rollout.temperature })), [B, R]);
+    // 9. Reference log-probs, only for a KL loss or KL in the reward.
+    if (needsReferencePolicy(c)) batch.setTensor('ref_log_prob', await time('ref', () => policy.referenceLogprobs(batch, { temperature: c.rollout.temperature })), [B, R]);
 
     // 11. KL in reward, then advantages.
     const t0 = performance.now();
@@ -228,18 +237,41 @@ export class GrpoTrainer {
       extra['critic/kl_in_reward'] = k.meanKl;
     }
     batch.setTensor('token_level_rewards', tokenRewards, [B, R]);
-    const adv = computeAdvantages(c.algorithm.advEstimator, tokenRewards, mask, uids, B, R, { normAdvByStd: c.algorithm.normAdvByStdInGrpo });
+    // With partial credit the GRPO std comes from the task rewards (config.ts, algorithm.actionCredit).
+    const stdScores = c.algorithm.actionCredit.enable ? trajectories.map((t) => t.reward) : undefined;
+    const adv = computeAdvantages(c.algorithm.advEstimator, tokenRewards, mask, uids, B, R, { normAdvByStd: c.algorithm.normAdvByStdInGrpo, stdScores, minReward: c.algorithm.rft.minReward });
     batch.setTensor('advantages', adv.tokens, [B, R]);
     timing['timing/adv'] = (performance.now() - t0) / 1000;
 
-    // 13. Actor update.
-    const update = await time('update', () => this.updateActor(batch));
+    // 13. Actor update; RFT trains on the kept rows only (A_i = 1), each mini-batch on its own kept rows.
+    const miniBatchRows = (c.actor.ppoMiniBatchSize ?? c.data.trainBatchSize) * c.rollout.n;
+    const keep = rft ? adv.sequence : undefined;
+    if (keep) {
+      let kept = 0, keptTokens = 0;
+      for (let i = 0; i < B; i++) {
+        if (!keep[i]) continue;
+        kept++;
+        for (let t = 0; t < R; t++) keptTokens += mask[i * R + t];
+      }
+      extra['rft/kept_samples'] = kept;
+      extra['rft/kept_share'] = kept / B;
+      extra['rft/kept_tokens'] = keptTokens;
+      extra['rft/skipped_steps'] = miniBatchIndices(B, miniBatchRows, keep).filter((rows) => rows.length === 0).length * c.actor.ppoEpochs;
+    }
+    const update = await time('update', () => updateActor(policy, batch, {
+      actor: c.actor,
+      miniBatchRows,
+      temperature: c.rollout.temperature,
+      // seq-mean-token-sum-norm's constant: the configured response budget (verl's padded width R).
+      lossScaleFactor: c.actor.lossScaleFactor ?? c.rollout.maxResponseTokens,
+      keep,
+    }));
     await time('sync', () => policy.syncToInference());
 
     this.state.step++;
     const responseTokens = trajectories.reduce((a, t) => a + t.responseIds.length, 0);
     const allTokens = responseTokens + trajectories.reduce((a, t) => a + t.promptIds.length, 0);
-    const stepTime = Object.values(timing).reduce((a, b) => a + b, 0);
+    timing['timing/step'] = (performance.now() - stepStart) / 1000;
     const modelTokens = trajectories.reduce((a, t) => a + t.responseMask.reduce((x, y) => x + y, 0), 0);
     const metrics: Metrics = {
       step: this.state.step,
@@ -252,14 +284,16 @@ export class GrpoTrainer {
       'response_length/mean': responseTokens / B,
       'response_length/max': Math.max(...trajectories.map((t) => t.responseIds.length)),
       'response_length/clip_ratio': mean(trajectories.map((t) => (t.terminationReason === 'max_response_tokens' ? 1 : 0))),
+      'rollout/truncated_share': truncatedShare(trajectories),
       'turns/mean': mean(trajectories.map((t) => t.numTurns)),
       'tool_calls/mean': mean(trajectories.map((t) => t.toolCalls)),
       'tool_error_rate': trajectories.reduce((a, t) => a + t.toolErrors, 0) / Math.max(1, trajectories.reduce((a, t) => a + t.toolCalls, 0)),
       'parse_error_rate': trajectories.reduce((a, t) => a + t.parseErrors, 0) / Math.max(1, trajectories.reduce((a, t) => a + t.numTurns, 0)),
-      'rollout/logprob_max_abs_diff': mismatch,
+      // RFT runs no old-log-prob forward (π_old is the rollout's by construction): nothing to compare.
+      ...(rft ? {} : { 'rollout/logprob_max_abs_diff': mismatch }),
       'adv/mean_abs': mean([...adv.sequence].map(Math.abs)),
       'adv/zero_groups': groups.filter((g) => g.trajectories.every((t) => this.shapedReward(t) === this.shapedReward(g.trajectories[0]))).length / groups.length,
-      'perf/tokens_per_s': allTokens / Math.max(stepTime, 1e-9),
+      'perf/tokens_per_s': allTokens / Math.max(timing['timing/step'], 1e-9),
       'perf/gen_model_tokens_per_s': modelTokens / Math.max(timing['timing/gen'], 1e-9),
       'perf/model_tokens': modelTokens,
       ...update,
@@ -273,112 +307,6 @@ export class GrpoTrainer {
     this.history.push(metrics);
     this.writeMetrics({ kind: 'train', ...metrics });
     return metrics;
-  }
-
-  /**
-   * ppo_epochs × mini-batches × micro-batches (verl.md §2 "Mini-batches, micro-batches, epochs"): mini-batches are
-   * consecutive slices (no shuffle); each micro-batch's loss gradient is scaled by 1/grad_accum; one optimizer step
-   * (with grad-norm clipping) per mini-batch.
-   */
-  private async updateActor(batch: Batch): Promise<Metrics> {
-    const c = this.config;
-    const a = c.actor;
-    const { policy } = this.deps;
-    const miniSize = (a.ppoMiniBatchSize ?? c.data.trainBatchSize) * c.rollout.n;
-    const stats = { pgLoss: [] as number[], clipFrac: [] as number[], clipFracLower: [] as number[], ppoKl: [] as number[], klLoss: [] as number[], gradNorm: [] as number[], entropy: [] as number[], skipped: 0, steps: 0, micro: 0 };
-    const aggMode = a.policyLoss === 'gspo' ? 'seq-mean-token-mean' : a.lossAggMode;
-    // seq-mean-token-sum-norm divides by the padded response width R in verl, i.e. the configured budget.
-    const lossScaleFactor = a.lossScaleFactor ?? c.rollout.maxResponseTokens;
-    for (let epoch = 0; epoch < a.ppoEpochs; epoch++) {
-      for (const mini of batch.split(miniSize)) {
-        const micros = this.microBatches(mini);
-        policy.zeroGrad();
-        for (const micro of micros) {
-          // 1/grad_accum for fixed-size micro-batches; the micro-batch's share of rows with dynamic batch size.
-          const scale = a.ppoMaxTokenLenPerMicro !== undefined ? micro.size / mini.size : 1 / micros.length;
-          const B = micro.size;
-          const R = micro.tensor('responses').shape[1];
-          const mask = micro.tensor('response_mask').data;
-          const wantEntropy = a.entropyCoeff !== 0;
-          const cur = await policy.logprobs(micro, { temperature: c.rollout.temperature, grad: true, entropy: wantEntropy });
-          const pg = computePolicyLoss(a.policyLoss, {
-            logprobs: cur.logprobs,
-            oldLogprobs: micro.tensor('old_log_probs').data,
-            advantages: micro.tensor('advantages').data,
-            responseMask: mask,
-            rows: B,
-            cols: R,
-            isWeights: micro.hasTensor('rollout_is_weights') ? micro.tensor('rollout_is_weights').data : undefined,
-          }, { clipRatio: a.clipRatio, clipRatioLow: a.clipRatioLow, clipRatioHigh: a.clipRatioHigh, clipRatioC: a.clipRatioC });
-          const pgAgg = aggregateLoss(pg.losses, mask, B, R, aggMode, { lossScaleFactor });
-          const dLogprobs = new Float32Array(B * R);
-          for (let k = 0; k < B * R; k++) dLogprobs[k] = scale * pgAgg.weights[k] * pg.dLogprob[k];
-          if (a.useKlLoss) {
-            const kl = klPenalty(cur.logprobs, micro.tensor('ref_log_prob').data, mask, B, R, a.klLossType as KlPenaltyType);
-            const klAgg = aggregateLoss(kl.values, mask, B, R, a.lossAggMode, { lossScaleFactor });
-            for (let k = 0; k < B * R; k++) dLogprobs[k] += scale * a.klLossCoef * klAgg.weights[k] * kl.dLogprob[k];
-            stats.klLoss.push(klAgg.value);
-          }
-          let dEntropy: Float32Array | undefined;
-          if (wantEntropy) {
-            const ent = aggregateLoss(cur.entropy!, mask, B, R, a.lossAggMode, { lossScaleFactor });
-            dEntropy = new Float32Array(B * R);
-            for (let k = 0; k < B * R; k++) dEntropy[k] = -scale * a.entropyCoeff * ent.weights[k];
-            stats.entropy.push(ent.value);
-          }
-          await policy.backward(dLogprobs, dEntropy);
-          stats.micro++;
-          stats.pgLoss.push(pgAgg.value);
-          stats.clipFrac.push(pg.stats.clipFrac);
-          stats.clipFracLower.push(pg.stats.clipFracLower);
-          stats.ppoKl.push(pg.stats.approxKl);
-        }
-        const r = await policy.optimizerStep({ gradClip: a.gradClip });
-        stats.gradNorm.push(r.gradNorm);
-        if (r.skipped) stats.skipped++;
-        stats.steps++;
-      }
-    }
-    const out: Metrics = {
-      'actor/pg_loss': mean(stats.pgLoss),
-      'actor/pg_clipfrac': mean(stats.clipFrac),
-      'actor/pg_clipfrac_lower': mean(stats.clipFracLower),
-      'actor/ppo_kl': mean(stats.ppoKl),
-      'actor/grad_norm': mean(stats.gradNorm),
-      'actor/optimizer_steps': stats.steps,
-      'actor/micro_batches': stats.micro,
-      'actor/skipped_steps': stats.skipped,
-    };
-    if (stats.klLoss.length) out['actor/kl_loss'] = mean(stats.klLoss);
-    if (stats.entropy.length) out['actor/entropy_loss'] = mean(stats.entropy);
-    return out;
-  }
-
-  /**
-   * Fixed-size micro-batches (`ppoMicroBatchSize`), or with `ppoMaxTokenLenPerMicro` (verl's dynamic batch size,
-   * verl.md §2): k = min(rows, ceil(total tokens / budget)) groups balanced by tokens (longest row first onto the
-   * lightest group), each kept in the original row order.
-   */
-  private microBatches(mini: Batch): Batch[] {
-    const a = this.config.actor;
-    if (a.ppoMaxTokenLenPerMicro === undefined) return mini.split(Math.min(a.ppoMicroBatchSize ?? mini.size, mini.size));
-    const att = mini.tensor('attention_mask');
-    const W = att.shape[1];
-    const lengths = Array.from({ length: mini.size }, (_, i) => {
-      let n = 0;
-      for (let j = 0; j < W; j++) n += att.data[i * W + j];
-      return n;
-    });
-    const total = lengths.reduce((x, y) => x + y, 0);
-    const k = Math.min(mini.size, Math.ceil(total / a.ppoMaxTokenLenPerMicro));
-    const groups = Array.from({ length: k }, () => ({ load: 0, rows: [] as number[] }));
-    const order = lengths.map((_, i) => i).sort((x, y) => lengths[y] - lengths[x] || x - y);
-    for (const i of order) {
-      const g = groups.reduce((best, cur) => (cur.load < best.load ? cur : best));
-      g.load += lengths[i];
-      g.rows.push(i);
-    }
-    return groups.filter((g) => g.rows.length > 0).map((g) => mini.select({ indices: g.rows.sort((x, y) => x - y) }));
   }
 
   /** Runs `valN` samples of every validation task: mean reward (mean@1) and its standard error over tasks, success rate, pass^k, pass@k. */
@@ -405,6 +333,7 @@ export class GrpoTrainer {
       'val/total_length/max': Math.max(...trajectories.map((t) => t.promptIds.length + t.responseIds.length)),
       'val/tool_error_rate': sum((t) => t.toolErrors) / Math.max(1, sum((t) => t.toolCalls)),
       'val/parse_error_rate': sum((t) => t.parseErrors) / Math.max(1, sum((t) => t.numTurns)),
+      'val/truncated_share': truncatedShare(trajectories),
     };
     out['val/reward_se'] = m.rewardStdErr;
     for (const [k, v] of Object.entries(m.passHatK)) out[`val/pass^${k}`] = v;
@@ -427,7 +356,11 @@ export class GrpoTrainer {
     const t = this.config.trainer;
     if (t.resume && t.checkpointDir && existsSync(join(t.checkpointDir, 'latest'))) {
       await this.loadCheckpoint(t.checkpointDir);
+      this.dropLogRowsAfter(this.state.step);
       this.deps.log?.(`resumed from ${t.checkpointDir} at step ${this.state.step}`);
+    } else {
+      // A fresh start: rows an earlier run left (killed before its first checkpoint, or run with resume off) go.
+      for (const f of [t.metricsFile, t.episodesFile]) if (f) writeFileSync(f, '');
     }
     const bar = t.progress ? new cliProgress.SingleBar({ format: '{phase} [{bar}] {value}/{total} episodes', hideCursor: true }, cliProgress.Presets.shades_classic) : null;
     if (t.testFreq > 0 && t.valBeforeTrain && this.state.step === 0) this.report(await this.validate());
@@ -442,10 +375,30 @@ export class GrpoTrainer {
 
   private report(m: Metrics): void {
     if (!this.deps.log) return;
-    const keys = ['reward/mean', 'success/mean', 'tool_error_rate', 'actor/pg_clipfrac', 'actor/grad_norm', 'actor/entropy', 'timing_s/step',
+    const keys = ['reward/mean', 'success/mean', 'tool_error_rate', 'rft/kept_share', 'actor/pg_clipfrac', 'actor/grad_norm', 'actor/entropy', 'timing/step',
       'val/reward_mean', 'val/reward_se', 'val/success', 'val/pass^1', 'val/tool_error_rate'];
     const families = Object.keys(m).filter((k) => k.startsWith('val/family/')).map((k) => `${k.split('/')[2]} ${m[k].toFixed(2)}`);
     this.deps.log(`step ${m.step}: ${keys.filter((k) => k in m).map((k) => `${k}=${m[k].toFixed(3)}`).join(' ')}${families.length ? ` | ${families.join(', ')}` : ''}`);
+  }
+
+  /**
+   * On resume: keeps the `metricsFile` and `episodesFile` rows of steps ≤ `step` (the checkpoint's, its validation
+   * included), so the rows of steps a killed run did after its last checkpoint are not written twice.
+   */
+  private dropLogRowsAfter(step: number): void {
+    for (const f of [this.config.trainer.metricsFile, this.config.trainer.episodesFile]) {
+      if (!f || !existsSync(f)) continue;
+      const kept = readFileSync(f, 'utf8').split('\n').filter((line) => {
+        if (line.trim() === '') return false;
+        try {
+          const row = JSON.parse(line) as { step?: unknown };
+          return typeof row.step === 'number' && row.step <= step;
+        } catch {
+          return false; // a line cut by the kill
+        }
+      });
+      writeFileSync(f, kept.map((l) => `${l}\n`).join(''));
+    }
   }
 
   /** One line per episode in `trainer.episodesFile` (the token-length and per-family analyses read it). */
@@ -485,7 +438,13 @@ export class GrpoTrainer {
     this.rng.setState(raw.rng);
     this.history.splice(0, this.history.length, ...raw.history);
     this.validations.splice(0, this.validations.length, ...raw.validations);
+    const configuredLr = this.deps.policy.learningRate;
     await this.deps.policy.loadCheckpoint(join(stepDir, 'policy'));
+    // The run's configured learning rate wins over the one saved with the optimizer state.
+    if (configuredLr !== undefined && this.deps.policy.learningRate !== configuredLr) {
+      this.deps.log?.(`lr changed from ${this.deps.policy.learningRate} (checkpoint ${stepDir}) to ${configuredLr} (config)`);
+      this.deps.policy.learningRate = configuredLr;
+    }
     await this.deps.policy.syncToInference();
   }
 }

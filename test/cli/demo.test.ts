@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { parseRunFile } from '../../src/rl/trainSetup.ts';
+import { parseRunFile } from '../../src/recipes/trainSetup.ts';
 
 const run = promisify(execFile);
 

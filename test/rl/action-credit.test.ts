@@ -93,6 +93,38 @@ describe('gold-action credit (training-only partial reward)', () => {
     assert.ok(on.validations.every((v) => v['val/reward_mean'] <= 1));
   });
 
+  it('partial credit does not earn a full-size advantage: groups without a success get advantages of the credit\'s size', async () => {
+    // Every episode fails the task (reward 0); every other one matched 1 of 2 gold actions: shaped rewards 0 or 0.2.
+    const run = async (normAdvByStdInGrpo: boolean) => {
+      const s = createToySetup();
+      let episode = 0;
+      const makeEnv = (): AgentEnv => {
+        const env = s.makeEnv() as AgentEnv;
+        return {
+          reset: (o) => env.reset(o),
+          step: async (a) => {
+            const [obs, , term, trunc, info] = await env.step(a);
+            if (!(term || trunc)) return [obs, 0, term, trunc, info];
+            const matched = episode++ % 2 === 0;
+            return [obs, 0, term, trunc, { ...info, rewardInfo: { actionChecks: [{ actionMatch: matched }, { actionMatch: false }] } }];
+          },
+        };
+      };
+      const config = parseTrainerConfig({
+        data: { trainBatchSize: 4 }, rollout: { n: 8, maxTurns: 3, maxResponseTokens: 40, concurrency: 4 },
+        algorithm: { normAdvByStdInGrpo, actionCredit: { enable: true, weight: 0.4 } }, trainer: { totalSteps: 1, seed: 1 },
+      });
+      const t = new GrpoTrainer({ config, policy: s.policy, engine: s.engine, format: s.format, makeEnv, trainTasks: s.taskIds, padId: s.padId });
+      return (await t.fit()).history[0];
+    };
+    const grpo = await run(true);
+    assert.equal(grpo['reward/mean'], 0);
+    assert.ok(grpo['reward/shaped_mean'] > 0 && grpo['adv/zero_groups'] < 1, 'some groups differ by credit');
+    assert.ok(grpo['adv/mean_abs'] > 0 && grpo['adv/mean_abs'] <= 0.2 / 2 + 1e-6, `|A| ${grpo['adv/mean_abs']}: at most half the 0.2 credit (float32 rewards)`);
+    // The same as Dr.GRPO (no std normalisation) for these groups.
+    assert.equal(grpo['adv/mean_abs'], (await run(false))['adv/mean_abs']);
+  });
+
   it('trainer.valBeforeTrain: false skips the step-0 validation only', async () => {
     const s = createToySetup();
     const config = parseTrainerConfig({

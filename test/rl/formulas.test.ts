@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { computeAdvantages, grpoSequenceAdvantages, rlooSequenceAdvantages, sequenceScores } from '../../src/rl/advantages.ts';
-import { aggregateLoss } from '../../src/rl/aggregate.ts';
+import { aggregateLoss, aggregationDenominators } from '../../src/rl/aggregate.ts';
 import { gspoPolicyLoss, vanillaPolicyLoss } from '../../src/rl/policyLoss.ts';
 import { applyKlInReward, entropyFromLogits, klPenalty, klPenaltyScalar } from '../../src/rl/kl.ts';
 import { dynamicSampling, keptGroupUids, overlongPenalty } from '../../src/rl/dapo.ts';
@@ -20,6 +20,22 @@ describe('advantages (verl.md §4.1, §4.2)', () => {
     close(a[4], 2 / (1 + 1e-6), 1e-9);
     assert.equal(a[5], 0);
     assert.equal(a[6], 0);
+  });
+  it('stdScores (partial credit): σ from the task rewards; a group whose task rewards are all equal is divided by 1', () => {
+    // g1: a real success among credit-shaped failures; g2: failures that differ only by a 0.1 credit.
+    const shaped = [1, 0.1, 0, 0, 0.1, 0, 0.1, 0];
+    const task = [1, 0, 0, 0, 0, 0, 0, 0];
+    const ids = ['g1', 'g1', 'g1', 'g1', 'g2', 'g2', 'g2', 'g2'];
+    const a = grpoSequenceAdvantages(shaped, ids, { stdScores: task });
+    const sigma = Math.sqrt((0.75 ** 2 + 3 * 0.25 ** 2) / 3); // unbiased std of [1, 0, 0, 0]
+    const m1 = 1.1 / 4;
+    for (let i = 0; i < 4; i++) close(a[i], (shaped[i] - m1) / (sigma + 1e-6), 1e-9);
+    for (let i = 4; i < 8; i++) close(a[i], shaped[i] - 0.05, 1e-12);
+    assert.ok(Math.max(...[...a.slice(4)].map(Math.abs)) <= 0.05 + 1e-12, 'credit-only differences keep their size');
+    // Plain GRPO would blow g2 up to ±0.87, the size of g1's real success.
+    const plain = grpoSequenceAdvantages(shaped, ids);
+    assert.ok(Math.abs(plain[4]) > 0.8);
+    assert.throws(() => grpoSequenceAdvantages(shaped, ids, { stdScores: task.slice(1) }), /7 stdScores for 8 scores/);
   });
   it('Dr.GRPO subtracts the group mean only', () => {
     const a = grpoSequenceAdvantages(scores, uids, { normAdvByStd: false });
@@ -110,9 +126,24 @@ describe('loss aggregation (verl.md §4.4)', () => {
   it('token-mean = Σ L·m / Σ m', () => close(aggregateLoss(L, m, 3, 3, 'token-mean').value, 7 / 3, 1e-9));
   it('seq-mean-token-sum averages sequence sums over sequences with tokens', () => close(aggregateLoss(L, m, 3, 3, 'seq-mean-token-sum').value, (3 + 4) / 2, 1e-9));
   it('seq-mean-token-mean averages per-sequence token means (+1e-8)', () => close(aggregateLoss(L, m, 3, 3, 'seq-mean-token-mean').value, (3 / (2 + 1e-8) + 4 / (1 + 1e-8)) / 2, 1e-9));
-  it('seq-mean-token-sum-norm divides the total by loss_scale_factor (default R)', () => {
-    close(aggregateLoss(L, m, 3, 3, 'seq-mean-token-sum-norm').value, 7 / 3, 1e-9);
-    close(aggregateLoss(L, m, 3, 3, 'seq-mean-token-sum-norm', { lossScaleFactor: 7 }).value, 1, 1e-9);
+  it('seq-mean-token-sum-norm averages sequence sums over sequences with tokens, divided by loss_scale_factor (default R)', () => {
+    close(aggregateLoss(L, m, 3, 3, 'seq-mean-token-sum-norm').value, 7 / (2 * 3), 1e-9);
+    close(aggregateLoss(L, m, 3, 3, 'seq-mean-token-sum-norm', { lossScaleFactor: 7 }).value, 1 / 2, 1e-9);
+  });
+  it('with the mini-batch denominators the micro-batch aggregates (values and weights) add up to the mini-batch one', () => {
+    assert.deepEqual(aggregationDenominators(m, 3, 3), { tokens: 3, sequences: 2 });
+    // Split the rows 1 | 2: every mode's value is the sum of the parts and the weights are the whole batch's.
+    for (const mode of ['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'] as const) {
+      const whole = aggregateLoss(L, m, 3, 3, mode);
+      const denominators = aggregationDenominators(m, 3, 3);
+      const head = aggregateLoss(L.slice(0, 3), m.slice(0, 3), 1, 3, mode, { denominators });
+      const tail = aggregateLoss(L.slice(3), m.slice(3), 2, 3, mode, { denominators });
+      close(head.value + tail.value, whole.value, 1e-9, mode);
+      assert.deepEqual([...head.weights, ...tail.weights], [...whole.weights], mode);
+      // Without them each part is normalised on its own and the sum differs (the bug this guards against).
+      const alone = aggregateLoss(L.slice(0, 3), m.slice(0, 3), 1, 3, mode).value + aggregateLoss(L.slice(3), m.slice(3), 2, 3, mode).value;
+      assert.ok(Math.abs(alone - whole.value) > 1e-3, `${mode}: ${alone} vs ${whole.value}`);
+    }
   });
   it('weights are the gradient of the aggregate', () => {
     for (const mode of ['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'] as const) {

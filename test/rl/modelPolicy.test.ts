@@ -3,8 +3,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validateConfig } from '../../src/model/config.ts';
-import { GptOssModel } from '../../src/model/model.ts';
 import { AgentLoop, type AgentEnv } from '../../src/rollout/agentLoop.ts';
 import { collate } from '../../src/rollout/collate.ts';
 import { flattenGroups, sampleGroups } from '../../src/rollout/groups.ts';
@@ -12,18 +10,10 @@ import { createModelEngine, createStepModelEngine } from '../../src/rollout/mode
 import { parseTrainerConfig } from '../../src/rl/config.ts';
 import { GptOssPolicy, packForScoring } from '../../src/rl/modelPolicy.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
+import { buildRun, parseRunFile } from '../../src/recipes/trainSetup.ts';
 import { createToySetup } from '../../src/rl/toy/toyTask.ts';
 import { directionalCheck } from '../model/helpers.ts';
-
-/** A tiny gpt-oss (2 layers, sliding + full attention, 4 experts) over the toy task's word vocabulary. */
-function tinyTransformer(vocab: number, seed = 3): GptOssModel {
-  const config = validateConfig({
-    num_hidden_layers: 2, hidden_size: 32, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 8, sliding_window: 8,
-    num_local_experts: 4, num_experts_per_tok: 2, intermediate_size: 32, vocab_size: vocab, rope_theta: 1000,
-    max_position_embeddings: 128, rms_norm_eps: 1e-5, initializer_range: 0.1,
-  });
-  return new GptOssModel(config, { seed });
-}
+import { tinyTransformer } from './policyFixtures.ts';
 
 /** An env that never ends by itself: every turn gets a user reply, so episodes run to maxTurns (multi-turn sessions). */
 const chattyEnv = (): AgentEnv => ({
@@ -124,7 +114,10 @@ describe('GptOssPolicy (tiny transformer)', () => {
       assert.ok(maxMaskedDiff(refBefore, after.logprobs, mask) > 1e-4);
       policy.resetReferenceToCurrent();
       assert.ok(maxMaskedDiff(await policy.referenceLogprobs(batch, { temperature: 1 }), after.logprobs, mask) < 1e-6);
+      policy.learningRate = 0.5;
+      assert.equal(policy.optimizer.lr, 0.5, 'learningRate is the optimizer\'s');
       await policy.loadCheckpoint(dir);
+      assert.equal(policy.learningRate, 1e-2, 'the checkpoint restores its lr (the trainer then applies the configured one)');
       const restored = await policy.logprobs(batch, { temperature: 1, grad: false, entropy: false });
       assert.ok(maxMaskedDiff(restored.logprobs, before.logprobs, mask) < 1e-6);
       assert.equal(policy.optimizer.step, 0);
@@ -159,6 +152,20 @@ describe('GptOssPolicy (tiny transformer)', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('longrun train builds the frozen reference copy only when the GRPO section has a KL term', async () => {
+    const build = async (grpo: Record<string, unknown>) => {
+      const { run } = parseRunFile({ task: 'toy', policy: { type: 'gpt-oss', preset: 'tiny-1m' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, ...grpo } });
+      return (await buildRun(run)).deps.policy as GptOssPolicy;
+    };
+    const plain = await build({});
+    assert.equal(plain.hasReferenceModel, false);
+    const { batch } = await rollouts(1);
+    await assert.rejects(plain.referenceLogprobs(batch, { temperature: 1 }), /no reference model .*useKlLoss and algorithm\.useKlInReward are off/);
+    plain.resetReferenceToCurrent(); // nothing to reset
+    assert.equal((await build({ actor: { useKlLoss: true } })).hasReferenceModel, true);
+    assert.equal((await build({ algorithm: { useKlInReward: true } })).hasReferenceModel, true);
   });
 
   it('runs GRPO trainer steps end to end with the transformer policy and KV-cached engine', async () => {

@@ -154,7 +154,10 @@ test('the data plan: each epoch visits every row once, in a seeded order that ch
   assert.deepEqual(plan.stepRows(plan.stepsPerEpoch + 1), again.stepRows(plan.stepsPerEpoch + 1));
   const other = new SftPlan(docs, parseSftConfig({ seqLen: 32, microBatchTokens: 64, rowsPerStep: 3, seed: 6 }));
   assert.notDeepEqual(epochRows(other, 0), e0, 'the seed changes the order');
-  for (let s = 0; s < plan.stepsPerEpoch; s++) for (const mb of plan.microBatches(s)) assert.ok(mb.rows.length * mb.seqLen <= 64);
+  for (let s = 0; s < plan.stepsPerEpoch; s++) {
+    const { rows } = plan.stepData(s);
+    for (const mb of microBatches(rows, rows.map((_, i) => i), 64)) assert.ok(mb.rows.length * mb.seqLen <= 64);
+  }
 });
 
 test('eval split: seeded, disjoint, the requested share', () => {

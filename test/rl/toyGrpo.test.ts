@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentLoop } from '../../src/rollout/agentLoop.ts';
@@ -8,6 +8,7 @@ import { collate } from '../../src/rollout/collate.ts';
 import { flattenGroups, sampleGroups } from '../../src/rollout/groups.ts';
 import { parseTrainerConfig, type TrainerConfigInput } from '../../src/rl/config.ts';
 import { GrpoTrainer, rolloutIsWeights, type Metrics } from '../../src/rl/trainer.ts';
+import type { Policy } from '../../src/rl/policy.ts';
 import { createToySetup } from '../../src/rl/toy/toyTask.ts';
 
 /** The policy under test. Swap this for the tiny transformer (policy + engine + format) when it lands. */
@@ -214,6 +215,196 @@ describe('trainer checkpoints, metrics and variants', () => {
     assert.throws(() => parseTrainerConfig({ data: { trainBatchSize: 2 }, trainer: { totalSteps: 1 }, actor: { klLossType: 'k9' } }), /actor\.klLossType: must be one of/);
     assert.throws(() => parseTrainerConfig({ data: { trainBatchSize: 2 }, trainer: { totalSteps: 1 }, actor: { ppoMicroBatchSize: 3 } }), /must divide the mini-batch of 2×8 = 16/);
     assert.throws(() => parseTrainerConfig({ data: { trainBatchSize: 2 }, trainer: { totalSteps: 1 }, bogus: 1 }), /invalid trainer config/);
+  });
+});
+
+/** The toy policy behind a `Policy` that records, per grad forward, the largest |log π − log π_old| over the response tokens. */
+function recordingPolicy(s: ReturnType<typeof createToySetup>, options: { refuseReference?: boolean } = {}) {
+  const logRatios: number[] = [];
+  let referenceCalls = 0;
+  const p = s.policy;
+  const policy: Policy = {
+    logprobs: async (batch, o) => {
+      const r = await p.logprobs(batch, o);
+      if (o.grad) {
+        const old = batch.tensor('old_log_probs').data;
+        const mask = batch.tensor('response_mask').data;
+        let m = 0;
+        for (let k = 0; k < mask.length; k++) if (mask[k]) m = Math.max(m, Math.abs(r.logprobs[k] - old[k]));
+        logRatios.push(m);
+      }
+      return r;
+    },
+    backward: (d, e) => p.backward(d, e),
+    zeroGrad: () => p.zeroGrad(),
+    optimizerStep: (o) => p.optimizerStep(o),
+    referenceLogprobs: async (batch, o) => {
+      referenceCalls++;
+      if (options.refuseReference) throw new Error('reference log-probs asked for');
+      return p.referenceLogprobs(batch, o);
+    },
+    syncToInference: () => p.syncToInference(),
+    saveCheckpoint: (dir) => p.saveCheckpoint(dir),
+    loadCheckpoint: (dir) => p.loadCheckpoint(dir),
+  };
+  return { policy, logRatios, referenceCalls: () => referenceCalls };
+}
+
+function signalTrainer(raw: TrainerConfigInput, s: ReturnType<typeof createToySetup>, o: { policy?: Policy; log?: (l: string) => void; trainTasks?: string[] } = {}) {
+  return new GrpoTrainer({ config: parseTrainerConfig(raw), policy: o.policy ?? s.policy, engine: s.engine, format: s.format, makeEnv: s.makeEnv, trainTasks: o.trainTasks ?? s.taskIds, valTasks: s.taskIds, padId: s.padId, log: o.log });
+}
+
+describe('GRPO that uses its signal', () => {
+  it('the PPO ratio matters: with 2 mini-batches (bypass mode) or 2 epochs the later updates are off-policy and clip', async () => {
+    const variants: { label: string; actor: TrainerConfigInput['actor']; algorithm?: TrainerConfigInput['algorithm']; updates: number }[] = [
+      { label: '1 mini-batch, 1 epoch', actor: {}, updates: 1 },
+      { label: '2 mini-batches, bypass mode', actor: { ppoMiniBatchSize: 2 }, algorithm: { rolloutCorrection: { bypassMode: true } }, updates: 2 },
+      { label: '2 epochs', actor: { ppoEpochs: 2 }, updates: 2 },
+    ];
+    for (const v of variants) {
+      // Tabular Adam at lr 1: one optimizer step moves the log-probs well past the clip range ε = 0.2. Every group is
+      // of one task, so the second mini-batch's tokens share the table rows the first one moved; with seed 1 every
+      // group has a success and a failure (no zero-advantage mini-batch).
+      const s = createToySetup({ lr: 1 });
+      const rec = recordingPolicy(s);
+      const t = signalTrainer({ ...base(1), actor: v.actor, algorithm: v.algorithm, trainer: { totalSteps: 1, seed: 1 } }, s, { policy: rec.policy, trainTasks: ['toy-0'] });
+      const [m] = (await t.fit()).history;
+      assert.equal(m['adv/zero_groups'], 0);
+      assert.equal(m['actor/optimizer_steps'], v.updates, v.label);
+      assert.equal(rec.logRatios.length, v.updates, v.label);
+      assert.ok(rec.logRatios[0] < 1e-5, `${v.label}: the first update is on-policy (|log ratio| ${rec.logRatios[0]})`);
+      if (v.updates === 1) {
+        assert.equal(m['actor/pg_clipfrac'], 0, 'one on-policy update never clips');
+        continue;
+      }
+      assert.ok(rec.logRatios[1] > Math.log(1.2), `${v.label}: the second update sees ratio ≠ 1 (|log ratio| up to ${rec.logRatios[1]})`);
+      // The first update's clip fraction is 0 (ratio 1), so a positive mean means the second one clipped.
+      assert.ok(m['actor/pg_clipfrac'] > 0, `${v.label}: clipfrac ${m['actor/pg_clipfrac']}`);
+      assert.ok(m['actor/ppo_kl'] !== 0, v.label);
+    }
+  });
+
+  it('KL loss is off by default and then no reference log-probs are asked for; with it they are', async () => {
+    assert.equal(parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 } }).actor.useKlLoss, false);
+    const s = createToySetup();
+    const off = recordingPolicy(s, { refuseReference: true });
+    const [m] = (await signalTrainer({ ...base(1), trainer: { totalSteps: 1 } }, s, { policy: off.policy }).fit()).history;
+    assert.equal(off.referenceCalls(), 0);
+    assert.ok(!('timing/ref' in m) && !('actor/kl_loss' in m));
+    const s2 = createToySetup();
+    const on = recordingPolicy(s2);
+    const [k] = (await signalTrainer({ ...base(1), actor: { useKlLoss: true }, trainer: { totalSteps: 1 } }, s2, { policy: on.policy }).fit()).history;
+    assert.equal(on.referenceCalls(), 1);
+    assert.ok('timing/ref' in k && 'actor/kl_loss' in k);
+  });
+
+  it('timing/step (whole step wall time) and rollout/truncated_share are reported; maxTurns defaults to 30', async () => {
+    assert.equal(parseTrainerConfig({ data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 } }).rollout.maxTurns, 30);
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-truncated-'));
+    try {
+      const episodesFile = join(dir, 'episodes.jsonl');
+      const lines: string[] = [];
+      const s = createToySetup();
+      // One turn: the agent's first move is a tool call, so most episodes are cut by the turn limit.
+      const t = signalTrainer({ ...base(1), rollout: { n: 8, maxTurns: 1, maxResponseTokens: 40, concurrency: 4 }, trainer: { totalSteps: 1, seed: 2, episodesFile } }, s, { log: (l) => lines.push(l) });
+      const [m] = (await t.fit()).history;
+      assert.ok(m['timing/step'] >= m['timing/gen'] + m['timing/update'], `step ${m['timing/step']} s`);
+      assert.match(lines.find((l) => l.startsWith('step 1:'))!, /timing\/step=\d+\.\d{3}/);
+      const episodes = readFileSync(episodesFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { termination: string });
+      const cut = episodes.filter((e) => e.termination === 'max_turns' || e.termination === 'max_response_tokens').length / episodes.length;
+      assert.ok(cut > 0.5, `share cut ${cut}`);
+      assert.equal(m['rollout/truncated_share'], cut);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a run killed after step 3 and resumed from its step-2 checkpoint writes the same metrics and episode rows as an uninterrupted run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-resume-rows-'));
+    try {
+      const raw = (out: string): TrainerConfigInput => ({
+        ...base(6),
+        trainer: { totalSteps: 6, seed: 7, testFreq: 2, valN: 2, saveFreq: 2, checkpointDir: join(out, 'ckpt'), metricsFile: join(out, 'metrics.jsonl'), episodesFile: join(out, 'episodes.jsonl') },
+      });
+      const rows = (out: string, file: string) => readFileSync(join(out, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const noTiming = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('timing') && !k.startsWith('perf/')));
+      for (const run of ['straight', 'killed']) mkdirSync(join(dir, run));
+      await signalTrainer(raw(join(dir, 'straight')), createToySetup()).fit();
+      // The kill: the log call after step 3's metrics were written (step 3 is not a checkpoint step) throws.
+      const killed = signalTrainer(raw(join(dir, 'killed')), createToySetup(), {
+        log: (l) => {
+          if (l.startsWith('step 3:')) throw new Error('killed');
+        },
+      });
+      await assert.rejects(killed.fit(), /killed/);
+      assert.deepEqual([...new Set(rows(join(dir, 'killed'), 'episodes.jsonl').map((r) => r.step))], [0, 1, 2, 3], 'step 3 episodes were written before the kill');
+      const log: string[] = [];
+      const resumed = signalTrainer(raw(join(dir, 'killed')), createToySetup(), { log: (l) => log.push(l) });
+      await resumed.fit();
+      assert.ok(log.some((l) => /resumed from .* at step 2/.test(l)));
+      const metrics = rows(join(dir, 'killed'), 'metrics.jsonl');
+      assert.deepEqual(metrics.map((r) => `${r.kind}${r.step}`), ['val0', 'train1', 'train2', 'val2', 'train3', 'train4', 'val4', 'train5', 'train6', 'val6']);
+      assert.deepEqual(metrics.map(noTiming), rows(join(dir, 'straight'), 'metrics.jsonl').map(noTiming));
+      assert.deepEqual(rows(join(dir, 'killed'), 'episodes.jsonl'), rows(join(dir, 'straight'), 'episodes.jsonl'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a fresh start empties metrics.jsonl and episodes.jsonl: a rerun after a kill before the first checkpoint, or with resume off, repeats no row', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-fresh-rows-'));
+    try {
+      const raw = (out: string, resume = true): TrainerConfigInput => ({
+        ...base(3),
+        trainer: { totalSteps: 3, seed: 7, testFreq: 3, valN: 2, saveFreq: 2, resume, checkpointDir: join(out, 'ckpt'), metricsFile: join(out, 'metrics.jsonl'), episodesFile: join(out, 'episodes.jsonl') },
+      });
+      const rows = (out: string, file: string) => readFileSync(join(out, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const noTiming = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('timing') && !k.startsWith('perf/')));
+      for (const run of ['straight', 'killed']) mkdirSync(join(dir, run));
+      const straight = join(dir, 'straight'), killed = join(dir, 'killed');
+      await signalTrainer(raw(straight), createToySetup()).fit();
+      assert.deepEqual(rows(straight, 'metrics.jsonl').map((r) => `${r.kind}${r.step}`), ['val0', 'train1', 'train2', 'train3', 'val3']);
+      // Killed after step 1's rows, before the step-2 checkpoint: nothing to resume from.
+      const kill = signalTrainer(raw(killed), createToySetup(), {
+        log: (l) => {
+          if (l.startsWith('step 1:')) throw new Error('killed');
+        },
+      });
+      await assert.rejects(kill.fit(), /killed/);
+      assert.ok(!existsSync(join(killed, 'ckpt', 'latest')));
+      assert.deepEqual(rows(killed, 'metrics.jsonl').map((r) => `${r.kind}${r.step}`), ['val0', 'train1']);
+      await signalTrainer(raw(killed), createToySetup()).fit();
+      assert.deepEqual(rows(killed, 'metrics.jsonl').map(noTiming), rows(straight, 'metrics.jsonl').map(noTiming));
+      assert.deepEqual(rows(killed, 'episodes.jsonl'), rows(straight, 'episodes.jsonl'));
+      // resume: false over a finished run (its checkpoint is ignored): a fresh run's rows, not appended ones.
+      await signalTrainer(raw(killed, false), createToySetup()).fit();
+      assert.deepEqual(rows(killed, 'metrics.jsonl').map(noTiming), rows(straight, 'metrics.jsonl').map(noTiming));
+      assert.deepEqual(rows(killed, 'episodes.jsonl'), rows(straight, 'episodes.jsonl'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a changed policy lr takes effect on resume and is logged', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-resume-lr-'));
+    try {
+      const raw = (steps: number): TrainerConfigInput => ({ ...base(steps), trainer: { totalSteps: steps, seed: 3, saveFreq: 1, checkpointDir: dir } });
+      const first = createToySetup({ lr: 0.3 });
+      await signalTrainer(raw(2), first).fit();
+      const log: string[] = [];
+      const again = createToySetup({ lr: 0.3 });
+      await signalTrainer(raw(3), again, { log: (l) => log.push(l) }).fit();
+      assert.ok(!log.some((l) => l.includes('lr changed')), 'the same lr: nothing to say');
+      const changed = createToySetup({ lr: 0.05 });
+      const log2: string[] = [];
+      await signalTrainer(raw(4), changed, { log: (l) => log2.push(l) }).fit();
+      assert.ok(log2.some((l) => /lr changed from 0\.3 .*to 0\.05/.test(l)), log2.join('\n'));
+      assert.equal(changed.policy.lr, 0.05);
+      // The step-4 checkpoint was trained and saved with the new rate.
+      assert.equal(JSON.parse(readFileSync(join(dir, 'step_4', 'policy', 'policy.json'), 'utf8')).lr, 0.05);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

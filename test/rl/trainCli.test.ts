@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { trainCommand } from '../../src/cli/train.ts';
-import { parseRunFile } from '../../src/rl/trainSetup.ts';
+import { parseRunFile } from '../../src/recipes/trainSetup.ts';
 
 describe('longrun train --config', () => {
   it('runs the toy task from a YAML file, writes metrics, checkpoints and resumes', async () => {

@@ -46,6 +46,14 @@ export class TabularPolicy implements Policy {
     this.lr = options.lr ?? 0.3;
   }
 
+  get learningRate(): number {
+    return this.lr;
+  }
+
+  set learningRate(lr: number) {
+    this.lr = lr;
+  }
+
   contextKey(prefix: readonly number[]): string {
     return this.options.contextKey(prefix);
   }

@@ -10,9 +10,24 @@ export interface AgentEpisodeContext {
   seed: number;
 }
 
+/** A mistake an imperfect agent made on purpose (see expert-mistakes.ts). */
+export interface AgentMistake {
+  kind: string;
+  detail: string;
+}
+
+/** What an agent reports about its episode, copied into the trajectory. */
+export interface AgentNotes {
+  mistakes: AgentMistake[];
+  /** Decision points at which a mistake could have been made (each drew once against the mistake rate). */
+  mistakeOpportunities: number;
+}
+
 export interface AgentSession {
   /** `observed`: the messages since the agent's last turn (the user's text or tool results), oldest first. */
   act(observed: readonly Message[]): AgentTurn;
+  /** Notes on the episode so far; undefined when the agent keeps none (e.g. the perfect expert). */
+  notes?(): AgentNotes | undefined;
 }
 
 export interface SynthAgent {

@@ -1,6 +1,7 @@
 /**
  * Runs synthetic episodes through `ToolUseEnv` (agent turn → env step) and records each as a trajectory: the
- * messages (assistant texts, tool calls with arguments, tool results, user texts) and the reward breakdown.
+ * messages (assistant texts, tool calls with arguments, tool results, user texts), the reward breakdown and, for
+ * agents that keep notes (the expert with its mistake knob), the mistakes made.
  */
 import type { Message } from '../../../tooluse/messages.ts';
 import type { RewardInfo, TerminationReason } from '../../../tooluse/evaluator.ts';
@@ -9,7 +10,7 @@ import type { Task } from '../../../tooluse/tasks.ts';
 import type { UserSimulator } from '../../../tooluse/user.ts';
 import type { RetailDb } from '../db.ts';
 import type { RetailDomain } from '../domain.ts';
-import type { SynthAgent } from './agent.ts';
+import type { AgentMistake, SynthAgent } from './agent.ts';
 
 export interface Trajectory {
   taskId: string;
@@ -25,6 +26,10 @@ export interface Trajectory {
   steps: number;
   toolErrors: number;
   messages: Message[];
+  /** The mistakes an imperfect agent made (only for agents that keep notes, e.g. the expert with its mistake knob). */
+  mistakes?: AgentMistake[];
+  /** The decision points at which it could have made one. */
+  mistakeOpportunities?: number;
 }
 
 export interface EpisodeRunnerOptions {
@@ -59,6 +64,7 @@ export class EpisodeRunner {
       done = terminated || truncated;
     }
     const ri = info.rewardInfo as RewardInfo | null;
+    const notes = session.notes?.();
     return {
       taskId,
       agent: agent.name,
@@ -73,6 +79,7 @@ export class EpisodeRunner {
       steps: info.stepCount as number,
       toolErrors: info.numErrors as number,
       messages: [...this.env.messages],
+      ...(notes ? { mistakes: notes.mistakes.map((m) => ({ ...m })), mistakeOpportunities: notes.mistakeOpportunities } : {}),
     };
   }
 

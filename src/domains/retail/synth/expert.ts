@@ -3,17 +3,26 @@
  * protocol of protocol.ts) and the tool results, authenticates by email or name + zip, looks up what it needs one
  * call at a time, refuses what the policy forbids, lists the details and waits for an explicit yes before every
  * write, makes one write per request, answers questions with the exact facts, and transfers when asked for a human.
+ *
+ * With `mistakes` it is an imperfect demonstrator (expert-mistakes.ts): at its decision points it sometimes makes a
+ * plausible mistake that the τ² reward detects. The confirmation still states what the user asked for (the scripted
+ * user checks every id, reason and address of a confirmation against its goal and says no to anything else, which
+ * would correct the mistake); the mistake is in the write call after the yes. The exceptions are `forbidden_act`,
+ * whose confirmation proposes the forbidden action (the user agrees to it), and `withhold_info`, a reply without the
+ * fact. Without `mistakes` (or at rate 0) it is the perfect expert, message for message.
  */
 import type { Message } from '../../../tooluse/messages.ts';
 import type { AgentTurn } from '../../../tooluse/orchestrator.ts';
 import { TRANSFER_MESSAGE } from '../../../tooluse/user.ts';
 import type { Address } from '../schema.ts';
 import { ADDRESS_FIELDS } from '../schema.ts';
-import type { AgentEpisodeContext, AgentSession, SynthAgent } from './agent.ts';
+import type { AgentEpisodeContext, AgentNotes, AgentSession, SynthAgent } from './agent.ts';
 import { detectKind, isYes, ORDER_ID_IN_TEXT, parseIdentity, parsePaymentMention, parseReason, type ExpertKind, type IdentityDetails } from './expert-parse.ts';
 import { parseOrder, parseProduct, parseUser, type OrderJson, type ProductJson, type UserJson } from './expert-records.ts';
+import { MistakeMaker, type ExpertMistakeOptions, type MistakeRecord, type Slip, type SlipOptions } from './expert-mistakes.ts';
 import { formatMoney, orderTotal } from './facts.ts';
-import { CONFIRM_MARKER, extractOrderDescription, findNames, parseAddress, parseOptions, renderAddress, renderOptions } from './protocol.ts';
+import { CONFIRM_MARKER, extractOrderDescription, findNames, INVALID_REASONS, parseAddress, parseOptions, REASON_PHRASES, renderAddress, renderOptions, VALID_REASONS } from './protocol.ts';
+import { SynthRng } from './rng.ts';
 
 const ANYTHING_ELSE = 'Is there anything else I can help you with?';
 
@@ -35,9 +44,20 @@ interface Plan {
   executed: boolean;
   writeOutput: string | null;
   userRefreshed: boolean;
+  /** The mistake made on this request (at most one per request), if any. */
+  mistake: MistakeRecord | null;
+  /** forbidden_act on another user's order: go ahead as if it were the user's. */
+  foreign: boolean;
+  /** forbidden_act on an invalid cancellation reason: the user's reason, to be recorded as a valid one. */
+  forcedReason: string | null;
 }
 
-type Step = { call: { name: string; arguments: Record<string, unknown> } } | { say: string };
+interface CallSpec {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+type Step = { call: CallSpec } | { say: string };
 
 const call = (name: string, args: Record<string, unknown>): Step => ({ call: { name, arguments: args } });
 const say = (text: string): Step => ({ say: text });
@@ -45,6 +65,18 @@ const say = (text: string): Step => ({ say: text });
 function addressArgs(a: Address): Record<string, string> {
   return Object.fromEntries(ADDRESS_FIELDS.map((f) => [f, a[f]]));
 }
+
+/** The invalid cancellation reason the user gave, as its protocol label ('changed my mind', …), if recognisable. */
+function invalidReasonLabel(text: string): string | null {
+  const t = text.toLowerCase();
+  return INVALID_REASONS.find((r) => (REASON_PHRASES[r] ?? []).some((p) => t.includes(p.toLowerCase()))) ?? null;
+}
+
+/** τ²'s communicate normalisation (evaluator.ts `communicated`): case and commas are ignored in the text. */
+const normalise = (text: string): string => text.toLowerCase().replaceAll(',', '');
+
+/** The valid reason a forbidden cancellation is recorded with (the closest of the two the tool accepts). */
+const SUBSTITUTE_REASON = VALID_REASONS[0];
 
 class ExpertSession implements AgentSession {
   private userId: string | null = null;
@@ -57,20 +89,33 @@ class ExpertSession implements AgentSession {
   private readonly missingOrders = new Set<string>();
   private readonly products = new Map<string, ProductJson>();
   private plan: Plan | null = null;
-  private pending: { name: string; arguments: Record<string, unknown> } | null = null;
+  private pending: CallSpec | null = null;
   private closingSent = false;
+  /** The mistake behind the write call in flight (to note a tool error on it). */
+  private pendingMistake: MistakeRecord | null = null;
+  /** The agent's own texts so far, normalised (only kept with mistakes on). */
+  private readonly said: string[] = [];
+
+  constructor(private readonly mk: MistakeMaker | null = null) {}
 
   act(observed: readonly Message[]): AgentTurn {
     for (const m of observed) {
       if (m.role === 'tool') this.onToolResult(m.content, m.error);
       else if (m.role === 'user' && typeof m.content === 'string') this.onUserText(m.content);
+      else if (this.mk && m.role === 'assistant' && typeof m.content === 'string') this.said.push(normalise(m.content));
     }
     const step = this.decide();
     if ('call' in step) {
       this.pending = step.call;
       return { content: null, toolCalls: [step.call] };
     }
+    if (this.mk) this.said.push(normalise(step.say));
     return { content: step.say, toolCalls: null };
+  }
+
+  notes(): AgentNotes | undefined {
+    if (!this.mk) return undefined;
+    return { mistakes: this.mk.records.map((r) => ({ ...r })), mistakeOpportunities: this.mk.opportunities };
   }
 
   // ---- observations --------------------------------------------------------------------------------------------
@@ -94,7 +139,7 @@ class ExpertSession implements AgentSession {
     }
     const kind = detectKind(text);
     if (kind !== null) {
-      this.plan = { kind, text, awaitingConfirmation: false, asked: false, confirmed: false, executed: false, writeOutput: null, userRefreshed: false };
+      this.plan = { kind, text, awaitingConfirmation: false, asked: false, confirmed: false, executed: false, writeOutput: null, userRefreshed: false, mistake: null, foreign: false, forcedReason: null };
       this.closingSent = false;
     } else if (this.plan) this.plan.text += '\n' + text;
   }
@@ -102,6 +147,9 @@ class ExpertSession implements AgentSession {
   private onToolResult(content: string, error: boolean): void {
     const c = this.pending;
     this.pending = null;
+    const mistake = this.pendingMistake;
+    this.pendingMistake = null;
+    if (mistake && error) mistake.detail += ` (the tool refused it: ${content})`;
     if (!c) return;
     switch (c.name) {
       case 'find_user_id_by_email':
@@ -254,6 +302,69 @@ class ExpertSession implements AgentSession {
     return say(`${details} Do you confirm that you want me to proceed ${CONFIRM_MARKER}?`);
   }
 
+  // ---- mistakes (decision points; all no-ops without a mistake knob) --------------------------------------------
+
+  /** One decision point of the plan: the mistaken alternative chosen, or null (the right choice). */
+  private slip<T>(plan: Plan, options: () => SlipOptions<T>): Slip<T> | null {
+    if (!this.mk || plan.mistake) return null;
+    const d = this.mk.decide(options());
+    if (!d) return null;
+    plan.mistake = d.record;
+    return d.slip;
+  }
+
+  /** The plan's write: the right call, or at a mistake one of the mistaken calls (the confirmation named the right one). */
+  private write(plan: Plan, right: CallSpec, options: () => SlipOptions<CallSpec>): Step {
+    const chosen = this.slip(plan, options)?.value ?? right;
+    if (this.mk) this.pendingMistake = plan.mistake;
+    return call(chosen.name, chosen.arguments);
+  }
+
+  /** Whether a reply without `facts` would leave one of them unsaid so far (so the COMMUNICATE check can fail). */
+  private canWithhold(reply: string, facts: readonly string[]): boolean {
+    const r = normalise(reply);
+    return facts.some((f) => f !== '' && !r.includes(f.toLowerCase()) && !this.said.some((t) => t.includes(f.toLowerCase())));
+  }
+
+  private withheld(reply: string, facts: readonly string[], detail: string): Slip<'withhold'>[] {
+    return this.canWithhold(reply, facts) ? [{ detail, value: 'withhold' }] : [];
+  }
+
+  /**
+   * A refusal, which is a decision point: the refusal that states `facts`, one without them (withhold_info), or, when
+   * `act` is given, going ahead with the forbidden request (forbidden_act; returns null and the caller goes on).
+   */
+  private refusal(plan: Plan, full: string, short: string, facts: readonly string[], act?: { detail: string; go: () => void }): Step | null {
+    const slip = this.slip<'withhold' | 'act'>(plan, () => ({
+      withhold_info: this.withheld(short, facts, `refused without stating ${facts.map((f) => `'${f}'`).join(', ')}: "${short}"`),
+      forbidden_act: act ? [{ detail: act.detail, value: 'act' }] : [],
+    }));
+    if (slip?.value === 'act') {
+      act!.go();
+      return null;
+    }
+    return this.refuse(slip?.value === 'withhold' ? short : full);
+  }
+
+  /** An answer to a question (a decision point): with its fact, or without it (withhold_info). */
+  private reply(plan: Plan, full: string, short: string, fact: string): Step {
+    const slip = this.slip(plan, () => ({ withhold_info: this.withheld(short, [fact], `answered without '${fact}': "${short}"`) }));
+    return say(`${slip ? short : full} ${ANYTHING_ELSE}`);
+  }
+
+  /** The user's other orders the expert has looked up, with a status the tool accepts. */
+  private otherOrders(orderId: string | null, pred: (o: OrderJson) => boolean): OrderJson[] {
+    return this.user!.orders.map((oid) => this.orders.get(oid)).filter((o): o is OrderJson => o !== undefined && o.order_id !== orderId && o.user_id === this.userId && pred(o));
+  }
+
+  /** Whether payment method `pm` of the user can pay `amount` (a gift card needs the balance). */
+  private canPay(pm: string, amount: number): boolean {
+    const m = this.user!.payment_methods[pm];
+    return m !== undefined && (m.source !== 'gift_card' || (m.balance ?? 0) >= amount);
+  }
+
+  // ---- work --------------------------------------------------------------------------------------------------------
+
   private work(plan: Plan): Step {
     const kind = plan.kind;
     if (kind === 'human') {
@@ -264,7 +375,14 @@ class ExpertSession implements AgentSession {
     if (kind === 'modify_user_address') {
       const address = parseAddress(plan.text);
       if (!address) return this.ask(plan, 'What is the new default address?');
-      if (plan.confirmed) return call('modify_user_address', { user_id: this.userId!, ...addressArgs(address) });
+      if (plan.confirmed) {
+        return this.write(plan, { name: 'modify_user_address', arguments: { user_id: this.userId!, ...addressArgs(address) } }, () => ({
+          address_target: this.otherOrders(null, (o) => o.status === 'pending').map((o) => ({
+            detail: `changed the shipping address of order ${o.order_id} instead of the default address`,
+            value: { name: 'modify_pending_order_address', arguments: { order_id: o.order_id, ...addressArgs(address) } },
+          })),
+        }));
+      }
       return this.confirm(plan, `Here is the change: update your default address to ${renderAddress(address)}.`);
     }
     if (typeof kind === 'object') return this.answer(plan, kind.info);
@@ -272,29 +390,66 @@ class ExpertSession implements AgentSession {
     if (!('order_id' in resolved)) return resolved;
     const order = resolved;
     const id = order.order_id;
-    if (order.user_id !== this.userId) return this.refuse(`order ${id} does not belong to your account, so I can't help with it.`);
+    if (order.user_id !== this.userId && !plan.foreign) {
+      const act = (kind === 'cancel' || kind === 'modify_address') && order.status === 'pending' ? { detail: `went ahead with a ${kind} of order ${id} of another user (${order.user_id}) instead of refusing`, go: () => (plan.foreign = true) } : undefined;
+      const refused = this.refusal(plan, `order ${id} does not belong to your account, so I can't help with it.`, '', [], act);
+      if (refused) return refused;
+    }
     switch (kind) {
       case 'cancel': {
-        if (order.status !== 'pending') return this.refuse(`I can't cancel order ${id} because its status is '${order.status}'; only pending orders can be cancelled.`);
+        if (order.status !== 'pending') return this.refusal(plan, `I can't cancel order ${id} because its status is '${order.status}'; only pending orders can be cancelled.`, `I can't cancel order ${id}.`, [order.status])!;
         const reason = parseReason(plan.text);
         if (reason === null) return this.ask(plan, "What is the reason for the cancellation: 'no longer needed' or 'ordered by mistake'?");
-        if ('invalid' in reason) return this.refuse("an order can only be cancelled if it is no longer needed or was ordered by mistake, so I can't cancel it for that reason.");
-        if (plan.confirmed) return call('cancel_pending_order', { order_id: id, reason: reason.valid });
+        if ('invalid' in reason && plan.forcedReason === null) {
+          const label = invalidReasonLabel(plan.text);
+          const act = label === null ? undefined : { detail: `cancelled order ${id} for the reason '${label}' (recorded as '${SUBSTITUTE_REASON}') instead of refusing`, go: () => (plan.forcedReason = label) };
+          const refused = this.refusal(plan, "an order can only be cancelled if it is no longer needed or was ordered by mistake, so I can't cancel it for that reason.", `I can't cancel order ${id} for that reason.`, VALID_REASONS, act);
+          if (refused) return refused;
+        }
+        const recorded = 'valid' in reason ? reason.valid : SUBSTITUTE_REASON;
+        if (plan.confirmed) {
+          return this.write(plan, { name: 'cancel_pending_order', arguments: { order_id: id, reason: recorded } }, () => ({
+            cancel_reason: VALID_REASONS.filter((r) => r !== recorded).map((r) => ({ detail: `cancelled order ${id} with the reason '${r}' instead of '${recorded}'`, value: { name: 'cancel_pending_order', arguments: { order_id: id, reason: r } } })),
+            wrong_order: this.otherOrders(id, (o) => o.status === 'pending').map((o) => ({ detail: `cancelled order ${o.order_id} instead of ${id}`, value: { name: 'cancel_pending_order', arguments: { order_id: o.order_id, reason: recorded } } })),
+          }));
+        }
         const items = order.items.map((i) => i.name).join(', ');
-        return this.confirm(plan, `Here are the details: cancel order ${id} (${items}) with the reason '${reason.valid}'.`);
+        const because = plan.forcedReason === null ? `the reason '${recorded}'` : `the reason '${plan.forcedReason}', which I will record as '${recorded}'`;
+        return this.confirm(plan, `Here are the details: cancel order ${id} (${items}) with ${because}.`);
       }
       case 'modify_address': {
-        if (order.status !== 'pending') return this.refuse(`I can't modify order ${id} because its status is '${order.status}'; only pending orders can be modified.`);
+        if (order.status !== 'pending') return this.refusal(plan, `I can't modify order ${id} because its status is '${order.status}'; only pending orders can be modified.`, `I can't modify order ${id}.`, [order.status])!;
         const address = parseAddress(plan.text);
         if (!address) return this.ask(plan, 'What is the new shipping address?');
-        if (plan.confirmed) return call('modify_pending_order_address', { order_id: id, ...addressArgs(address) });
+        if (plan.confirmed) {
+          return this.write(plan, { name: 'modify_pending_order_address', arguments: { order_id: id, ...addressArgs(address) } }, () => ({
+            wrong_order: this.otherOrders(id, (o) => o.status === 'pending').map((o) => ({ detail: `changed the shipping address of order ${o.order_id} instead of ${id}`, value: { name: 'modify_pending_order_address', arguments: { order_id: o.order_id, ...addressArgs(address) } } })),
+            address_target: [{ detail: `changed the user's default address instead of the shipping address of order ${id}`, value: { name: 'modify_user_address', arguments: { user_id: this.userId!, ...addressArgs(address) } } }],
+          }));
+        }
         return this.confirm(plan, `Here is the change: set the shipping address of order ${id} to ${renderAddress(address)}.`);
       }
       case 'modify_payment': {
-        if (order.status !== 'pending') return this.refuse(`I can't modify order ${id} because its status is '${order.status}'; only pending orders can be modified.`);
+        if (order.status !== 'pending') return this.refusal(plan, `I can't modify order ${id} because its status is '${order.status}'; only pending orders can be modified.`, `I can't modify order ${id}.`, [order.status])!;
         const pm = this.paymentId(plan, order);
         if (!pm) return this.ask(plan, 'Which payment method would you like to use instead?');
-        if (plan.confirmed) return call('modify_pending_order_payment', { order_id: id, payment_method_id: pm });
+        if (plan.confirmed) {
+          return this.write(plan, { name: 'modify_pending_order_payment', arguments: { order_id: id, payment_method_id: pm } }, () => {
+            const paid = order.payment_history[0];
+            const singlePayment = (o: OrderJson) => o.payment_history.length === 1 && o.payment_history[0]!.transaction_type === 'payment';
+            return {
+              payment_method: paid
+                ? Object.keys(this.user!.payment_methods)
+                    .filter((m) => m !== pm && m !== paid.payment_method_id && this.canPay(m, paid.amount))
+                    .map((m) => ({ detail: `paid for order ${id} with ${m} instead of ${pm}`, value: { name: 'modify_pending_order_payment', arguments: { order_id: id, payment_method_id: m } } }))
+                : [],
+              wrong_order: this.otherOrders(id, (o) => o.status === 'pending' && singlePayment(o) && o.payment_history[0]!.payment_method_id !== pm && this.canPay(pm, o.payment_history[0]!.amount)).map((o) => ({
+                detail: `changed the payment method of order ${o.order_id} instead of ${id}`,
+                value: { name: 'modify_pending_order_payment', arguments: { order_id: o.order_id, payment_method_id: pm } },
+              })),
+            };
+          });
+        }
         return this.confirm(plan, `Here is the change: pay for order ${id} with the payment method ${pm}; the original payment will be refunded.`);
       }
       case 'modify_items':
@@ -302,20 +457,22 @@ class ExpertSession implements AgentSession {
         const exchange = kind === 'exchange';
         const required = exchange ? 'delivered' : 'pending';
         if (order.status !== required) {
-          return this.refuse(`I can't ${exchange ? 'exchange items of' : 'modify'} order ${id} because its status is '${order.status}'; only ${required} orders can be ${exchange ? 'exchanged' : 'modified'}.`);
+          const verb = exchange ? 'exchange items of' : 'modify';
+          return this.refusal(plan, `I can't ${verb} order ${id} because its status is '${order.status}'; only ${required} orders can be ${exchange ? 'exchanged' : 'modified'}.`, `I can't ${verb} order ${id}.`, [order.status])!;
         }
         const pairs = this.changes(plan, order);
         if (!Array.isArray(pairs)) return pairs;
         const pm = this.paymentId(plan, order);
         if (!pm) return this.ask(plan, 'Which payment method would you like to use for the price difference?');
+        const tool = exchange ? 'exchange_delivered_order_items' : 'modify_pending_order_items';
         const args = { order_id: id, item_ids: pairs.map((p) => p.itemId), new_item_ids: pairs.map((p) => p.newItemId), payment_method_id: pm };
-        if (plan.confirmed) return call(exchange ? 'exchange_delivered_order_items' : 'modify_pending_order_items', args);
+        if (plan.confirmed) return this.write(plan, { name: tool, arguments: args }, () => this.itemSlips(order, pairs, pm, tool));
         const list = pairs.map((p) => `${p.name} ${p.itemId} -> ${p.newItemId} (${renderOptions(p.options)})`).join('; ');
         const verb = exchange ? 'exchange' : 'modify';
         return this.confirm(plan, `Here are the details: ${verb} in order ${id}: ${list}. The price difference will be settled with ${pm}. Please make sure these are all the items, since this can only be done once for the order.`);
       }
       case 'return': {
-        if (order.status !== 'delivered') return this.refuse(`I can't process a return for order ${id} because its status is '${order.status}'; only delivered orders can be returned.`);
+        if (order.status !== 'delivered') return this.refusal(plan, `I can't process a return for order ${id} because its status is '${order.status}'; only delivered orders can be returned.`, `I can't process a return for order ${id}.`, [order.status])!;
         const found = new Set(findNames(extractOrderDescription(plan.text).rest, order.items.map((i) => i.name)).map((f) => f.name));
         const items = order.items.filter((i) => found.has(i.name));
         if (items.length === 0) return this.ask(plan, 'Which items would you like to return?');
@@ -325,24 +482,86 @@ class ExpertSession implements AgentSession {
         if (pm !== original && this.user!.payment_methods[pm]?.source !== 'gift_card') {
           return this.refuse('a refund can only go to the original payment method or to a gift card.');
         }
-        if (plan.confirmed) return call('return_delivered_order_items', { order_id: id, item_ids: items.map((i) => i.item_id), payment_method_id: pm });
+        if (plan.confirmed) {
+          const ids = items.map((i) => i.item_id);
+          return this.write(plan, { name: 'return_delivered_order_items', arguments: { order_id: id, item_ids: ids, payment_method_id: pm } }, () => this.returnSlips(order, ids, pm));
+        }
         const list = items.map((i) => `${i.name} ${i.item_id}`).join(', ');
         return this.confirm(plan, `Here are the details: return from order ${id}: ${list}, with the refund going to ${pm}.`);
       }
     }
   }
 
+  /** Mistaken item changes: another variant for one item (item_variant), another payment method (payment_method). */
+  private itemSlips(order: OrderJson, pairs: readonly Pair[], pm: string, tool: string): SlipOptions<CallSpec> {
+    const id = order.order_id;
+    const itemPrice = (itemId: string) => order.items.find((i) => i.item_id === itemId)?.price ?? 0;
+    const variantOf = (p: Pair) => this.products.get(order.items.find((i) => i.item_id === p.itemId)?.product_id ?? '');
+    const newPrice = (p: Pair, itemId: string) => Object.values(variantOf(p)?.variants ?? {}).find((v) => v.item_id === itemId)?.price ?? 0;
+    const diff = pairs.reduce((s, p) => s + newPrice(p, p.newItemId) - itemPrice(p.itemId), 0);
+    const args = (newIds: string[], m: string) => ({ order_id: id, item_ids: pairs.map((p) => p.itemId), new_item_ids: newIds, payment_method_id: m });
+    const variants: Slip<CallSpec>[] = [];
+    pairs.forEach((p, k) => {
+      const product = variantOf(p);
+      if (!product) return;
+      const target = product.variants[p.newItemId]?.options ?? p.options;
+      const keys = Object.keys(target);
+      const candidates = Object.values(product.variants).filter(
+        (v) => v.available && v.item_id !== p.itemId && v.item_id !== p.newItemId && Object.keys(v.options).length === keys.length && this.canPay(pm, diff - newPrice(p, p.newItemId) + v.price),
+      );
+      // The nearest misses: the variants that differ from the wanted one in the fewest options.
+      const score = (o: Record<string, string>) => keys.filter((key) => o[key] === target[key]).length;
+      const best = Math.max(-1, ...candidates.map((v) => score(v.options)));
+      for (const v of candidates.filter((c) => score(c.options) === best)) {
+        const newIds = pairs.map((q) => q.newItemId);
+        newIds[k] = v.item_id;
+        variants.push({ detail: `${tool} ${id}: ${p.name} ${p.itemId} -> ${v.item_id} (${renderOptions(v.options)}) instead of ${p.newItemId} (${renderOptions(target)})`, value: { name: tool, arguments: args(newIds, pm) } });
+      }
+    });
+    const payments = Object.keys(this.user!.payment_methods)
+      .filter((m) => m !== pm && this.canPay(m, diff))
+      .map((m) => ({ detail: `${tool} ${id}: price difference settled with ${m} instead of ${pm}`, value: { name: tool, arguments: args(pairs.map((p) => p.newItemId), m) } }));
+    return { item_variant: variants, payment_method: payments };
+  }
+
+  /** Mistaken returns: the refund to the other allowed method (refund_method), other items (return_item). */
+  private returnSlips(order: OrderJson, ids: readonly string[], pm: string): SlipOptions<CallSpec> {
+    const id = order.order_id;
+    const args = (itemIds: string[], m: string) => ({ name: 'return_delivered_order_items', arguments: { order_id: id, item_ids: itemIds, payment_method_id: m } });
+    const original = order.payment_history[0]?.payment_method_id;
+    const methods = this.user!.payment_methods;
+    const refundTo =
+      pm === original
+        ? Object.values(methods).filter((m) => m.source === 'gift_card' && m.id !== original).map((m) => m.id)
+        : methods[pm]?.source === 'gift_card' && original !== undefined && methods[original] !== undefined
+          ? [original]
+          : [];
+    const inOrder = (list: string[]) => order.items.map((i) => i.item_id).filter((x) => list.includes(x));
+    const others = order.items.map((i) => i.item_id).filter((x) => !ids.includes(x));
+    const lists: { list: string[]; how: string }[] = [
+      ...others.map((x) => ({ list: inOrder([...ids, x]), how: `also returned ${x}` })),
+      ...(ids.length >= 2 ? ids.map((x) => ({ list: ids.filter((y) => y !== x), how: `left out ${x}` })) : []),
+      ...ids.flatMap((x) => others.map((y) => ({ list: inOrder([...ids.filter((z) => z !== x), y]), how: `returned ${y} instead of ${x}` }))),
+    ];
+    return {
+      refund_method: refundTo.map((m) => ({ detail: `return from order ${id}: refund to ${m} instead of ${pm}`, value: args([...ids], m) })),
+      return_item: lists.map(({ list, how }) => ({ detail: `return from order ${id}: ${how}`, value: args(list, pm) })),
+    };
+  }
+
   private answer(plan: Plan, question: string): Step {
     if (question === 'order_count') {
       this.plan = null;
-      return say(`You have ${this.user!.orders.length} orders with us. ${ANYTHING_ELSE}`);
+      const n = String(this.user!.orders.length);
+      return this.reply(plan, `You have ${n} orders with us.`, "I'm sorry, but I can't count the orders on your account right now.", n);
     }
     if (question === 'gift_card_balance') {
       if (!plan.userRefreshed) return call('get_user_details', { user_id: this.userId! });
       const card = Object.values(this.user!.payment_methods).find((m) => m.source === 'gift_card');
       this.plan = null;
       if (!card || card.balance === undefined) return say(`I don't see a gift card on your account. ${ANYTHING_ELSE}`);
-      return say(`Your gift card ${card.id} has a balance of $${formatMoney(card.balance)}. ${ANYTHING_ELSE}`);
+      const balance = formatMoney(card.balance);
+      return this.reply(plan, `Your gift card ${card.id} has a balance of $${balance}.`, "I'm sorry, but I can't see the balance of your gift card right now.", balance);
     }
     const resolved = this.resolveOrder(plan);
     if (!('order_id' in resolved)) return resolved;
@@ -351,10 +570,12 @@ class ExpertSession implements AgentSession {
     this.plan = null;
     if (question === 'tracking_id') {
       const t = o.fulfillments[0]?.tracking_id[0];
-      return say(t ? `The tracking number of order ${o.order_id} is ${t}. ${ANYTHING_ELSE}` : `Order ${o.order_id} has not shipped yet, so there is no tracking number. ${ANYTHING_ELSE}`);
+      if (!t) return say(`Order ${o.order_id} has not shipped yet, so there is no tracking number. ${ANYTHING_ELSE}`);
+      return this.reply(plan, `The tracking number of order ${o.order_id} is ${t}.`, `I'm sorry, but I couldn't find a tracking number for order ${o.order_id}.`, t);
     }
-    if (question === 'order_status') return say(`Order ${o.order_id} is currently '${o.status}'. ${ANYTHING_ELSE}`);
-    return say(`The total of order ${o.order_id} is $${formatMoney(orderTotal(o.items))}. ${ANYTHING_ELSE}`);
+    if (question === 'order_status') return this.reply(plan, `Order ${o.order_id} is currently '${o.status}'.`, `I'm sorry, but I can't see the current status of order ${o.order_id} right now.`, o.status);
+    const total = formatMoney(orderTotal(o.items));
+    return this.reply(plan, `The total of order ${o.order_id} is $${total}.`, `I'm sorry, but I can't see the total of order ${o.order_id} right now.`, total);
   }
 
   private report(plan: Plan): Step {
@@ -367,9 +588,23 @@ class ExpertSession implements AgentSession {
   }
 }
 
+export interface ExpertAgentOptions {
+  /** The mistake knob (expert-mistakes.ts). Omitted: the perfect expert. */
+  mistakes?: ExpertMistakeOptions;
+}
+
 export class ExpertAgent implements SynthAgent {
   readonly name = 'expert';
-  start(_context: AgentEpisodeContext): AgentSession {
-    return new ExpertSession();
+  private readonly mistakes: ExpertMistakeOptions | null;
+
+  constructor(options: ExpertAgentOptions = {}) {
+    this.mistakes = options.mistakes ?? null;
+    // Validate now, so a bad option fails when the agent is made rather than in its first episode.
+    if (this.mistakes) new MistakeMaker(this.mistakes, new SynthRng(0));
+  }
+
+  /** The episode's mistakes are drawn from `context.seed`: the same seed gives the same episode. */
+  start(context: AgentEpisodeContext): AgentSession {
+    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null);
   }
 }

@@ -5,6 +5,7 @@ import type { RetailDomain } from '../domain.ts';
 import type { SynthAgent } from './agent.ts';
 import { EpisodeRunner, type Trajectory } from './episode.ts';
 import { ExpertAgent } from './expert.ts';
+import { parseMistakeKinds } from './expert-mistakes.ts';
 import { RandomAgent } from './random-agent.ts';
 import { SynthRng } from './rng.ts';
 import type { SynthTask } from './task-gen.ts';
@@ -15,9 +16,24 @@ export type AgentName = (typeof AGENT_NAMES)[number];
 export const USER_NAMES = ['scripted'] as const;
 export type UserName = (typeof USER_NAMES)[number];
 
-export function makeAgent(name: string): SynthAgent {
-  if (name === 'expert') return new ExpertAgent();
-  if (name === 'random') return new RandomAgent();
+export interface MakeAgentOptions {
+  /** The expert's mistake rate in [0, 1] (expert-mistakes.ts); omitted: the perfect expert. */
+  mistakeRate?: number;
+  /** The mistake kinds it may make (names from `MISTAKE_KINDS`); default all. Needs `mistakeRate`. */
+  mistakeKinds?: readonly string[];
+}
+
+export function makeAgent(name: string, options: MakeAgentOptions = {}): SynthAgent {
+  const { mistakeRate, mistakeKinds } = options;
+  if (mistakeKinds !== undefined && mistakeRate === undefined) throw new Error('mistakeKinds needs a mistakeRate');
+  if (name === 'expert') {
+    if (mistakeRate === undefined) return new ExpertAgent();
+    return new ExpertAgent({ mistakes: { rate: mistakeRate, ...(mistakeKinds === undefined ? {} : { kinds: parseMistakeKinds(mistakeKinds) }) } });
+  }
+  if (name === 'random') {
+    if (mistakeRate !== undefined) throw new Error(`The mistake rate is a knob of the 'expert' agent, not of '${name}'`);
+    return new RandomAgent();
+  }
   throw new Error(`Unknown agent '${name}' (known: ${AGENT_NAMES.join(', ')})`);
 }
 
@@ -44,6 +60,8 @@ export interface RolloutSummary {
   byFamily: Record<string, { episodes: number; successRate: number }>;
   terminations: Record<string, number>;
   meanSteps: number;
+  /** For agents that note their mistakes: how many, at how many decision points, by kind. */
+  mistakes?: { count: number; opportunities: number; byKind: Record<string, number> };
 }
 
 export async function runRollouts(o: RolloutOptions): Promise<RolloutSummary> {
@@ -56,6 +74,7 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutSummary> {
   const fam: Record<string, { episodes: number; successes: number }> = {};
   const terminations: Record<string, number> = {};
   let steps = 0;
+  let mistakes: RolloutSummary['mistakes'];
   try {
     for (const task of o.tasks) {
       for (let trial = 0; trial < trials; trial++) {
@@ -67,6 +86,12 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutSummary> {
         const reason = t.terminationReason ?? 'unknown';
         terminations[reason] = (terminations[reason] ?? 0) + 1;
         steps += t.steps;
+        if (t.mistakes) {
+          mistakes ??= { count: 0, opportunities: 0, byKind: {} };
+          mistakes.count += t.mistakes.length;
+          mistakes.opportunities += t.mistakeOpportunities ?? 0;
+          for (const m of t.mistakes) mistakes.byKind[m.kind] = (mistakes.byKind[m.kind] ?? 0) + 1;
+        }
         o.onEpisode?.(t, task);
       }
     }
@@ -74,5 +99,5 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutSummary> {
     await runner.close();
   }
   const byFamily = Object.fromEntries(Object.entries(fam).map(([k, v]) => [k, { episodes: v.episodes, successRate: v.successes / v.episodes }]));
-  return { episodes: results.length, metrics: computeMetrics(results), byFamily, terminations, meanSteps: steps / results.length };
+  return { episodes: results.length, metrics: computeMetrics(results), byFamily, terminations, meanSteps: steps / results.length, ...(mistakes ? { mistakes } : {}) };
 }

@@ -20,17 +20,17 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { resolveRetailDataDir } from '../domains/retail/register.ts';
-import { makeAgent, makeUser, runRollouts } from '../domains/retail/synth/rollouts.ts';
-import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
-import { assertDisjointWorlds, generateTaskSet, readTaskSet, writeTaskSet, type LoadedSynthTaskSet, type SynthTaskSet } from '../domains/retail/synth/taskset.ts';
-import type { SynthTask } from '../domains/retail/synth/task-gen.ts';
-import { DEFAULT_WORLD_SIZES } from '../domains/retail/synth/world.ts';
-import type { ToolSpec } from '../llm/index.ts';
-import { SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../llm/pretokenize.ts';
-import { DONE_TOOL_SCHEMA } from '../tooluse/env.ts';
-import { agentSystemPrompt } from '../tooluse/openai.ts';
-import { readTrajectoriesJsonl, trainSftTokenizer } from './sftData.ts';
+import { resolveRetailDataDir } from '../../domains/retail/register.ts';
+import { makeAgent, makeUser, runRollouts } from '../../domains/retail/synth/rollouts.ts';
+import { TASK_FAMILIES } from '../../domains/retail/synth/scenario.ts';
+import { assertDisjointWorlds, generateTaskSet, readTaskSet, writeTaskSet, type LoadedSynthTaskSet, type SynthTaskSet } from '../../domains/retail/synth/taskset.ts';
+import type { SynthTask } from '../../domains/retail/synth/task-gen.ts';
+import { DEFAULT_WORLD_SIZES } from '../../domains/retail/synth/world.ts';
+import type { ToolSpec } from '../../llm/index.ts';
+import { SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../../llm/pretokenize.ts';
+import { DONE_TOOL_SCHEMA } from '../../tooluse/env.ts';
+import { agentSystemPrompt } from '../../tooluse/openai.ts';
+import { readTrajectoriesJsonl, trainSftTokenizer } from '../../rl/sftData.ts';
 
 /** A short statement of τ²'s retail policy (same rules, a fraction of the tokens), for small-model runs. */
 export const COMPACT_RETAIL_POLICY = [
@@ -122,7 +122,8 @@ export function conversationDefaults(set: LoadedSynthTaskSet, tools: ToolSchemaS
   return { systemPrompt: agentSystemPrompt(set.domain.policy), tools: tools === 'compact' ? compactToolSpecs(specs) : specs };
 }
 
-function policyText(policy: string): string {
+/** The policy text a prepare or stream section names: `compact`, `tau2` (τ²'s policy.md) or a file path. */
+export function policyText(policy: string): string {
   if (policy === 'compact') return COMPACT_RETAIL_POLICY;
   const file = policy === 'tau2' ? join(resolveRetailDataDir(), 'policy.md') : policy;
   try {

@@ -15,11 +15,11 @@
  * `get_user_details` with that id. The records render like any expert trajectory (sftData.ts), so the loss falls on
  * the agent's turns only. Deterministic for a seed.
  */
-import { FIRST_NAMES, LAST_NAMES } from '../domains/retail/synth/catalog-data.ts';
-import { SynthRng } from '../domains/retail/synth/rng.ts';
-import type { SynthIdentity } from '../domains/retail/synth/scenario.ts';
-import { identityReply } from '../domains/retail/synth/user-phrasing.ts';
-import type { TrajectoryRecord } from './sftData.ts';
+import { FIRST_NAMES, LAST_NAMES } from '../../domains/retail/synth/catalog-data.ts';
+import { SynthRng } from '../../domains/retail/synth/rng.ts';
+import type { SynthIdentity } from '../../domains/retail/synth/scenario.ts';
+import { identityReply } from '../../domains/retail/synth/user-phrasing.ts';
+import type { TrajectoryRecord } from '../../rl/sftData.ts';
 
 export interface IdentityDrillOptions {
   /** Number of drill conversations. */

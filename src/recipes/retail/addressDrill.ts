@@ -14,11 +14,11 @@
  * (a suite or not), so the sentences around it stay the expert's. Records render like expert trajectories without the
  * system prompt; the loss falls on the agent's turns. Deterministic for a seed.
  */
-import { makeAddress } from '../domains/retail/synth/world.ts';
-import { renderAddress } from '../domains/retail/synth/protocol.ts';
-import { SynthRng } from '../domains/retail/synth/rng.ts';
-import type { Address } from '../domains/retail/schema.ts';
-import type { TrajectoryRecord } from './sftData.ts';
+import { makeAddress } from '../../domains/retail/synth/world.ts';
+import { renderAddress } from '../../domains/retail/synth/protocol.ts';
+import { SynthRng } from '../../domains/retail/synth/rng.ts';
+import type { Address } from '../../domains/retail/schema.ts';
+import type { TrajectoryRecord } from '../../rl/sftData.ts';
 
 export interface AddressDrillOptions {
   /** Number of drill conversations. */

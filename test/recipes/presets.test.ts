@@ -3,22 +3,30 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { PrepareSchema } from '../../src/rl/prepare.ts';
-import { parseRunFile, runFileFromCheckpoint } from '../../src/rl/trainSetup.ts';
+import { PrepareSchema } from '../../src/recipes/retail/prepare.ts';
+import { parseRunFile, parseStagesRunFile, runFileFromCheckpoint } from '../../src/recipes/trainSetup.ts';
+import { parseRetailStream } from '../../src/recipes/retail/stream.ts';
+import { parseSftConfig } from '../../src/rl/sft.ts';
 
 describe('presets/*.yaml', () => {
   for (const file of readdirSync('presets').filter((f) => f.endsWith('.yaml'))) {
     it(`${file} is a valid longrun train config whose data, SFT and rollouts agree`, () => {
       const raw = parseYaml(readFileSync(join('presets', file), 'utf8')) as Record<string, unknown>;
-      const { run, trainer } = parseRunFile(raw);
-      assert.ok(trainer.trainer.totalSteps > 0);
+      const { run, trainer } = parseStagesRunFile(raw);
+      if (trainer) assert.ok(trainer.trainer.totalSteps > 0);
+      else assert.ok(run.sft, 'a run without GRPO has an SFT stage');
+      if (run.sft?.stream !== undefined) {
+        parseRetailStream(run.sft.stream);
+        assert.ok(parseSftConfig(run.sft.config).steps! > 0);
+      }
       if (raw.prepare !== undefined) {
         const prep = PrepareSchema.parse(raw.prepare);
         // the data stage writes where the task, tokenizer and SFT sections read
         assert.equal(run.taskOptions.dataDir, join(prep.dir, 'train'));
         assert.equal(run.taskOptions.valDir, join(prep.dir, 'validation'));
-        assert.equal(run.policy.tokenizer, join(prep.dir, 'tokenizer.json'));
-        assert.equal(run.sft?.data, join(prep.dir, 'expert.jsonl'));
+        // a fresh model reads the data stage's tokenizer; a checkpoint its own
+        assert.equal(run.policy.tokenizer, run.policy.checkpoint ? join(run.policy.checkpoint, 'tokenizer.json') : join(prep.dir, 'tokenizer.json'));
+        if (run.sft?.data !== undefined) assert.equal(run.sft.data, join(prep.dir, 'expert.jsonl'));
       }
     });
   }

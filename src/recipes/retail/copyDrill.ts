@@ -16,11 +16,11 @@
  * packed with the expert trajectories like any other document. Deterministic for a seed.
  */
 import { join } from 'node:path';
-import { Rng } from '../engine/random.ts';
-import { FIRST_NAMES, LAST_NAMES } from '../domains/retail/synth/catalog-data.ts';
-import type { Tokenizer } from '../llm/index.ts';
-import type { GptOssModel } from '../model/model.ts';
-import type { SftDocument } from './packing.ts';
+import { Rng } from '../../engine/random.ts';
+import { FIRST_NAMES, LAST_NAMES } from '../../domains/retail/synth/catalog-data.ts';
+import type { Tokenizer } from '../../llm/index.ts';
+import type { GptOssModel } from '../../model/model.ts';
+import type { SftDocument } from '../../rl/packing.ts';
 
 export interface CopyDrillOptions {
   /** Number of documents. */
@@ -144,7 +144,7 @@ export async function runCopyCurriculum(
   spec: CopyCurriculumSpec,
   options: { model: GptOssModel; tokenizer: Tokenizer; padId: number; quiet?: boolean; log?: (line: string) => void },
 ): Promise<CopyCurriculumStageResult[]> {
-  const { runSft } = await import('./sft.ts');
+  const { runSft } = await import('../../rl/sft.ts');
   const out: CopyCurriculumStageResult[] = [];
   for (const [i, stage] of spec.stages.entries()) {
     const docs = copyDrillDocuments(options.tokenizer, { documents: spec.documents, seed: spec.seed, ids: stage.ids, people: stage.people });

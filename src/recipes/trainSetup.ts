@@ -13,13 +13,13 @@
  *   tokenizer: out/sft/tokenizer.json   # a BPE file or o200k_harmony (not needed for the toy task)
  *   format: harmony              # chat format (toy task: its own word format)
  *   lr: 1e-5
- *   reference: frozen-copy       # frozen-copy | adapters-off
+ *   reference: frozen-copy       # frozen-copy | adapters-off (built only when grpo has a KL loss or KL in the reward)
  * engine: { type: in-process, batching: step, maxBatchSize: 16 }   # or { type: openai, baseUrl, model }
  * sft: { data: trajectories.jsonl, outDir: out/sft, config: { ... SftConfig } }   # optional stage before GRPO
  * grpo: { ... TrainerConfig, see config.ts }
  * ```
  */
-import { DRILL_CORPUS } from './copyDrill.ts';
+import { DRILL_CORPUS } from './retail/copyDrill.ts';
 import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
 import type { LoadedSynthTaskSet } from '../domains/retail/synth/taskset.ts';
 import { z } from 'zod';
@@ -33,11 +33,11 @@ import type { InferenceEngine } from '../rollout/inference.ts';
 import { createModelEngine, createStepModelEngine } from '../rollout/modelEngine.ts';
 import { OpenAICompatibleEngine } from '../rollout/openaiEngine.ts';
 import { GREETING } from '../tooluse/orchestrator.ts';
-import { parseTrainerConfig, type TrainerConfig } from './config.ts';
-import { GptOssPolicy } from './modelPolicy.ts';
-import type { Policy } from './policy.ts';
-import type { TrainerDeps } from './trainer.ts';
-import { createToySetup } from './toy/toyTask.ts';
+import { needsReferencePolicy, parseTrainerConfig, type TrainerConfig } from '../rl/config.ts';
+import { GptOssPolicy } from '../rl/modelPolicy.ts';
+import type { Policy } from '../rl/policy.ts';
+import type { TrainerDeps } from '../rl/trainer.ts';
+import { createToySetup } from '../rl/toy/toyTask.ts';
 
 export const RunFileSchema = z.object({
   task: z.enum(['toy', 'retail-v0', 'retail-v1', 'retail-synth']),
@@ -87,11 +87,21 @@ export const RunFileSchema = z.object({
     concurrency: z.number().int().positive().optional(),
   }).strict().default({ type: 'in-process', batching: 'step', maxBatchSize: 16 }),
   sft: z.object({
-    /** Trajectories JSONL (`longrun rollout` output). */
-    data: z.string(),
+    /** Trajectories JSONL (`longrun rollout` output); or `stream`. */
+    data: z.string().optional(),
+    /**
+     * A stream of fresh retail conversations instead of a file (task retail-synth; src/recipes/retail/stream.ts):
+     * every step on new worlds, tasks and users, never one seen before; `config.steps` sets the length.
+     */
+    stream: z.unknown().optional(),
+    /**
+     * A checkpoint folder (weights, optimizer, trainer state: e.g. a committed one under models/) to continue from
+     * when `outDir` holds no checkpoint yet, so a long run carries over to a machine without its runs/ folder.
+     */
+    resumeFrom: z.string().optional(),
     outDir: z.string(),
     config: z.record(z.string(), z.unknown()).default({}),
-    /** Synthetic id-copying documents mixed into the SFT data (src/rl/copyDrill.ts). */
+    /** Synthetic id-copying documents mixed into the SFT data (src/recipes/retail/copyDrill.ts). */
     copyDrill: z.object({
       documents: z.number().int().min(1),
       seed: z.number().int().min(0).default(0),
@@ -101,7 +111,7 @@ export const RunFileSchema = z.object({
     }).strict().optional(),
     /**
      * Identity-check conversations with fresh random people, on the openings of the expert trajectories, mixed into
-     * the SFT data (src/rl/identityDrill.ts); rendered without the system prompt, to stay short.
+     * the SFT data (src/recipes/retail/identityDrill.ts); rendered without the system prompt, to stay short.
      */
     identityDrill: z.object({
       documents: z.number().int().min(1),
@@ -109,7 +119,7 @@ export const RunFileSchema = z.object({
     }).strict().optional(),
     /**
      * Address-change conversations of the expert trajectories with fresh random addresses, cut after the write call,
-     * mixed into the SFT data (src/rl/addressDrill.ts); rendered without the system prompt.
+     * mixed into the SFT data (src/recipes/retail/addressDrill.ts); rendered without the system prompt.
      */
     addressDrill: z.object({
       documents: z.number().int().min(1),
@@ -117,7 +127,7 @@ export const RunFileSchema = z.object({
     }).strict().optional(),
     /**
      * Every expert conversation that writes, cut after its first write call (fresh addresses in address writes),
-     * mixed into the SFT data (src/rl/addressDrill.ts, writeDrillRecords); rendered without the system prompt.
+     * mixed into the SFT data (src/recipes/retail/addressDrill.ts, writeDrillRecords); rendered without the system prompt.
      */
     writeDrill: z.object({
       documents: z.number().int().min(1),
@@ -125,7 +135,7 @@ export const RunFileSchema = z.object({
     }).strict().optional(),
   }).strict().optional(),
   /**
-   * Copy-drill stages run before SFT, from the fresh model (src/rl/copyDrill.ts, runCopyCurriculum): each stage an
+   * Copy-drill stages run before SFT, from the fresh model (src/recipes/retail/copyDrill.ts, runCopyCurriculum): each stage an
    * SFT run on drill documents listing `ids` ids, for `steps` steps; `config` holds SFT settings shared by the stages.
    */
   curriculum: z.object({
@@ -140,18 +150,28 @@ export const RunFileSchema = z.object({
       people: z.number().min(0).max(1).optional(),
     }).strict()).min(1),
   }).strict().optional(),
-  /** The data stage (src/rl/prepare.ts), run by `longrun train` before everything else. */
+  /** The data stage (src/recipes/retail/prepare.ts), run by `longrun train` before everything else. */
   prepare: z.unknown().optional(),
   grpo: z.unknown().optional(),
 }).strict();
 
 export type RunFile = z.infer<typeof RunFileSchema>;
 
-export function parseRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig } {
+/** A run file whose GRPO section may be absent (a run of the data, curriculum and SFT stages only, e.g. pretraining). */
+export function parseStagesRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig | null } {
   const r = RunFileSchema.safeParse(raw);
   if (!r.success) throw new Error(`invalid run config:\n${r.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`).join('\n')}`);
-  if (r.data.grpo === undefined) throw new Error('invalid run config:\n  grpo: the GRPO trainer section is required');
-  return { run: r.data, trainer: parseTrainerConfig(r.data.grpo) };
+  const sft = r.data.sft;
+  if (sft && (sft.data === undefined) === (sft.stream === undefined)) throw new Error('invalid run config:\n  sft: give exactly one of sft.data (a trajectories file) and sft.stream (fresh conversations)');
+  if (sft?.stream !== undefined && r.data.task !== 'retail-synth') throw new Error(`invalid run config:\n  sft.stream: streams retail-synth conversations; task is ${r.data.task}`);
+  if (r.data.sft?.stream !== undefined && r.data.grpo === undefined && r.data.sft.config.steps === undefined) throw new Error('invalid run config:\n  sft.config.steps: a streamed SFT stage needs a step count');
+  return { run: r.data, trainer: r.data.grpo === undefined ? null : parseTrainerConfig(r.data.grpo) };
+}
+
+export function parseRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig } {
+  const { run, trainer } = parseStagesRunFile(raw);
+  if (trainer === null) throw new Error('invalid run config:\n  grpo: the GRPO trainer section is required');
+  return { run, trainer };
 }
 
 /**
@@ -192,6 +212,10 @@ function engineFor(run: RunFile, model: GptOssModel | undefined, fallback: Infer
   throw new Error('no in-process engine for this policy');
 }
 
+/**
+ * The gpt-oss policy. The frozen reference copy (a second model in memory, and a forward per step) is built only when
+ * the GRPO section has a KL term; without one the policy has no reference.
+ */
 function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: Policy } {
   const p = run.policy;
   const build = () => {
@@ -201,10 +225,11 @@ function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: 
   };
   const model = build();
   if (model.config.vocab_size < vocabSize) throw new Error(`the model's vocabulary (${model.config.vocab_size}) is smaller than the tokenizer's (${vocabSize})`);
-  const reference = p.reference === 'adapters-off' ? 'adapters-off' as const : (() => {
-    const r = p.checkpoint ? loadModel(p.checkpoint, { grads: false }) : new GptOssModel(model.config, { seed: p.seed, grads: false, tiedInit: p.tiedInit });
-    return r;
-  })();
+  let reference: GptOssModel | 'adapters-off' | null = null;
+  if (run.grpo === undefined || needsReferencePolicy(parseTrainerConfig(run.grpo))) {
+    if (p.reference === 'adapters-off') reference = 'adapters-off';
+    else reference = p.checkpoint ? loadModel(p.checkpoint, { grads: false }) : new GptOssModel(model.config, { seed: p.seed, grads: false, tiedInit: p.tiedInit });
+  }
   return { model, policy: new GptOssPolicy(model, { optimizer: { lr: p.lr ?? 1e-5, weightDecay: p.weightDecay }, reference }) };
 }
 
@@ -258,7 +283,7 @@ function trainTasksOf(tasks: LoadedSynthTaskSet['tasks'], o: RunFile['taskOption
 async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const { readTaskSet } = await import('../domains/retail/synth/taskset.ts');
   const { makeSynthRetailEnv } = await import('../domains/retail/synth/env.ts');
-  const { conversationDefaults } = await import('./prepare.ts');
+  const { conversationDefaults } = await import('./retail/prepare.ts');
   const o = run.taskOptions;
   if (!o.dataDir) throw new Error('task retail-synth needs taskOptions.dataDir (a task-set folder from `longrun gen tasks`)');
   if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file or o200k_harmony)');

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BpeTokenizer } from '../../src/llm/index.ts';
-import { COMPACT_RETAIL_POLICY, prepareRetailData, taskSignature } from '../../src/rl/prepare.ts';
-import type { SynthTask } from '../../src/domains/retail/synth/task-gen.ts';
+import { BpeTokenizer } from '../../../src/llm/index.ts';
+import { COMPACT_RETAIL_POLICY, prepareRetailData, taskSignature } from '../../../src/recipes/retail/prepare.ts';
+import type { SynthTask } from '../../../src/domains/retail/synth/task-gen.ts';
 
 describe('prepare (the data stage of a retail-synth run)', () => {
   it('writes seeded splits, expert trajectories and a tokenizer; reuses them for the same section and refuses a different one', async () => {
@@ -78,7 +78,7 @@ describe('prepare (the data stage of a retail-synth run)', () => {
   });
 
   it('taskOptions.trainFamilies restricts the GRPO training tasks to those families and leaves validation whole', async () => {
-    const { buildRun, parseRunFile } = await import('../../src/rl/trainSetup.ts');
+    const { buildRun, parseRunFile } = await import('../../../src/recipes/trainSetup.ts');
     const dir = mkdtempSync(join(tmpdir(), 'longrun-prepare-'));
     try {
       const a = await prepareRetailData({ dir, seed: 4, tasks: { train: 30, validation: 8, difficulty: 1, policy: 'compact', users: 30, orders: 60, families: ['cancel', 'info', 'failed_auth', 'return'] }, expert: { trials: 1 }, tokenizer: { vocabSize: 300 } });
@@ -100,7 +100,7 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       await assert.rejects(buildRun(file({ trainFamilies: chosen }, 'toy')), /retail-synth only/);
 
       // The SFT documents: expert conversations, then copy-drill documents, then identity-drill conversations.
-      const { sftDocuments } = await import('../../src/cli/train.ts');
+      const { sftDocuments } = await import('../../../src/cli/train.ts');
       const withSft = parseRunFile({
         task: 'retail-synth', taskOptions: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact' },
         policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: a.tokenizer, format: 'harmony' },

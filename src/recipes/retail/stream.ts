@@ -1,0 +1,232 @@
+/**
+ * A stream of fresh retail SFT documents: every optimizer step trains on conversations that no step saw before.
+ *
+ * Step s of a stream with seed S is a pure function of (S, s):
+ *   for k = 0, 1, 2, …:  world seed w = h(S, s, k)            a new synthetic world (users, orders, products)
+ *                        tasks      = generateTaskSet(w, …)   `tasksPerWorld` verified tasks on it
+ *                        episodes   = the expert against the scripted user on each task
+ *                        documents  = the episodes rendered as the agent sees them (system prompt, tools)
+ *   until the conversations fill (1 − drill share) of the step's token budget (rowsPerStep × seqLen); then copy-drill
+ *   documents (src/recipes/retail/copyDrill.ts) fill the rest; the documents are packed first-fit-decreasing and the
+ *   `rowsPerStep` fullest rows are the step (documents of rows left over are not trained on).
+ * A step can therefore be rebuilt from its index alone: resuming a stream needs only the step count, and a resumed
+ * run is bit-identical to an uninterrupted one. World seeds that a run holds out (its validation worlds) are never
+ * generated: `excludeWorldSeeds`.
+ *
+ * The demonstrator is the synthetic expert (src/domains/retail/synth/expert.ts), optionally with its mistake knob,
+ * so the same stream serves the base model (perfect expert) and imitation of a weaker agent.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { createRetailDomain } from '../../domains/retail/domain.ts';
+import { EpisodeRunner } from '../../domains/retail/synth/episode.ts';
+import { makeAgent } from '../../domains/retail/synth/rollouts.ts';
+import { TASK_FAMILIES } from '../../domains/retail/synth/scenario.ts';
+import { generateTaskSet } from '../../domains/retail/synth/taskset.ts';
+import { ScriptedRetailUser } from '../../domains/retail/synth/user-sim.ts';
+import { DEFAULT_WORLD_SIZES } from '../../domains/retail/synth/world.ts';
+import { Rng } from '../../engine/random.ts';
+import type { ChatFormat, Tokenizer, ToolSpec } from '../../llm/index.ts';
+import { packDocuments, type PackedRow, type SftDocument } from '../../rl/packing.ts';
+import type { SftSource, SftStepData } from '../../rl/sft.ts';
+import { buildSftDocuments, TrajectoryRecordSchema, type TrajectoryRecord } from '../../rl/sftData.ts';
+import { copyDrillDocuments } from './copyDrill.ts';
+import { policyText } from './prepare.ts';
+
+const int = (min: number) => z.number().int().min(min);
+
+export const RetailStreamSchema = z.object({
+  /** Seeds every world, task, episode and drill of the stream. */
+  seed: int(0),
+  /** Tasks generated on each fresh world. */
+  tasksPerWorld: int(1).default(8),
+  world: z.object({ products: int(1).optional(), users: int(1).optional(), orders: int(0).optional() }).strict().default({}),
+  /** A level 1–5 or a range [lo, hi]. */
+  difficulty: z.union([int(1).max(5), z.tuple([int(1).max(5), int(1).max(5)])]).default(1),
+  families: z.array(z.enum(TASK_FAMILIES)).min(1).optional(),
+  /** The policy text of the generated domains (`compact`, `tau2` or a file); only the agent's system prompt shows it. */
+  policy: z.string().default('compact'),
+  /** The demonstrator: the synthetic expert, with `mistakeRate` > 0 a weaker agent (its mistake knob). */
+  expert: z.object({
+    mistakeRate: z.number().min(0).max(1).default(0),
+    mistakeKinds: z.array(z.string().min(1)).min(1).optional(),
+  }).strict().default({ mistakeRate: 0 }),
+  /** Copy-drill documents filling `share` of each step's token budget (0 = none). */
+  copyDrill: z.object({
+    share: z.number().min(0).lt(1),
+    ids: z.tuple([int(1), int(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max').default([2, 12]),
+    people: z.number().min(0).max(1).default(0.3),
+  }).strict().optional(),
+  /** World seeds the stream must never generate (the run's validation and test worlds). */
+  excludeWorldSeeds: z.array(int(0)).default([]),
+}).strict();
+
+export type RetailStreamSpec = z.output<typeof RetailStreamSchema>;
+
+export function parseRetailStream(raw: unknown): RetailStreamSpec {
+  const r = RetailStreamSchema.safeParse(raw);
+  if (!r.success) throw new Error(`invalid sft.stream section:\n${r.error.issues.map((i) => `  sft.stream.${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  return r.data;
+}
+
+/** A 32-bit hash of integers (murmur3's finaliser over a running mix). */
+function hash32(...xs: number[]): number {
+  let h = 0x9e3779b9;
+  for (const x of xs) {
+    h = Math.imul(h ^ (x >>> 0), 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+  }
+  return h >>> 0;
+}
+
+/** The world seed of world k of step s (before exclusions). */
+export function streamWorldSeed(seed: number, step: number, k: number): number {
+  return hash32(seed, 0x5717, step, k);
+}
+
+export interface RetailStreamContext {
+  format: ChatFormat;
+  tokenizer: Tokenizer;
+  /** The system prompt and tools the rollouts see (the run's conversation defaults). */
+  conversation: { systemPrompt: string; tools: readonly ToolSpec[] };
+  seqLen: number;
+  rowsPerStep: number;
+}
+
+export interface RetailStreamStepStats {
+  worlds: number;
+  episodes: number;
+  /** Expert episodes with reward 1 (the demonstrator's success on the step's tasks). */
+  expertSuccess: number;
+  conversationTokens: number;
+  drillTokens: number;
+  /** Tokens in the kept rows / tokens generated. */
+  kept: number;
+  generated: number;
+  /** Mistakes the demonstrator made, by kind (when its mistake knob is on). */
+  mistakes: Record<string, number>;
+}
+
+/** The retail stream as an SFT data source (`runSft`'s `source`). */
+export class RetailStream implements SftSource {
+  readonly stepsPerEpoch = Number.POSITIVE_INFINITY;
+  readonly fingerprint: string;
+  /** Statistics of the last step built. */
+  lastStats: RetailStreamStepStats | null = null;
+  private readonly excluded: Set<number>;
+  private readonly policy: string;
+
+  constructor(readonly spec: RetailStreamSpec, private readonly ctx: RetailStreamContext) {
+    this.excluded = new Set(spec.excludeWorldSeeds);
+    this.policy = policyText(spec.policy);
+    const tokenizerProbe = ctx.tokenizer.encode('retail stream fingerprint #W0123456 credit_card_9876543 Nora Jackson');
+    this.fingerprint = createHash('sha256')
+      .update(JSON.stringify({ spec, seqLen: ctx.seqLen, rowsPerStep: ctx.rowsPerStep, format: ctx.format.name, vocab: ctx.tokenizer.vocabSize, probe: tokenizerProbe, conversation: ctx.conversation }))
+      .digest('hex');
+  }
+
+  epochOf(): number {
+    return 0;
+  }
+
+  /** The expert episodes of world k of step s, as trajectory records. */
+  async worldRecords(step: number, k: number): Promise<{ records: TrajectoryRecord[]; success: number; mistakes: Record<string, number> } | null> {
+    const s = this.spec;
+    const worldSeed = streamWorldSeed(s.seed, step, k);
+    if (this.excluded.has(worldSeed)) return null;
+    const difficulty: [number, number] = typeof s.difficulty === 'number' ? [s.difficulty, s.difficulty] : s.difficulty;
+    const sizes = { products: s.world.products ?? DEFAULT_WORLD_SIZES.products, users: s.world.users ?? DEFAULT_WORLD_SIZES.users, orders: s.world.orders ?? DEFAULT_WORLD_SIZES.orders };
+    const set = generateTaskSet({ worldSeed, taskSeed: hash32(s.seed, 0x7a5c, step, k), count: s.tasksPerWorld, sizes, families: s.families, difficulty, split: 'stream' });
+    const domain = createRetailDomain({ db: set.world, policy: this.policy });
+    const runner = new EpisodeRunner({ domain, tasks: set.tasks, user: new ScriptedRetailUser(new Map(set.tasks.map((t) => [t.id, t.longrun]))) });
+    const agent = makeAgent('expert', s.expert.mistakeRate > 0 ? { mistakeRate: s.expert.mistakeRate, mistakeKinds: s.expert.mistakeKinds } : undefined);
+    const records: TrajectoryRecord[] = [];
+    const mistakes: Record<string, number> = {};
+    let success = 0;
+    try {
+      for (let i = 0; i < set.tasks.length; i++) {
+        const t = await runner.run(agent, set.tasks[i].id, hash32(s.seed, 0xe915, step, k, i));
+        if (t.reward === 1) success++;
+        for (const m of (t as { mistakes?: { kind: string }[] }).mistakes ?? []) mistakes[m.kind] = (mistakes[m.kind] ?? 0) + 1;
+        records.push(TrajectoryRecordSchema.parse(JSON.parse(JSON.stringify({ ...t, ...this.ctx.conversation }))));
+      }
+    } finally {
+      await runner.close();
+    }
+    return { records, success, mistakes };
+  }
+
+  async stepData(step: number): Promise<SftStepData> {
+    const { seqLen, rowsPerStep, format, tokenizer } = this.ctx;
+    const budget = seqLen * rowsPerStep;
+    const drillShare = this.spec.copyDrill?.share ?? 0;
+    const docs: SftDocument[] = [];
+    const stats: RetailStreamStepStats = { worlds: 0, episodes: 0, expertSuccess: 0, conversationTokens: 0, drillTokens: 0, kept: 0, generated: 0, mistakes: {} };
+    for (let k = 0; stats.conversationTokens < (1 - drillShare) * budget; k++) {
+      if (k >= 16 && docs.length === 0) throw new Error(`retail stream: no conversation of step ${step}'s first ${k} worlds fits in seqLen ${seqLen}; raise seqLen`);
+      if (k >= 1024) throw new Error(`retail stream: step ${step} did not fill ${budget} tokens from ${k} worlds`);
+      const w = await this.worldRecords(step, k);
+      if (!w) continue;
+      stats.worlds++;
+      stats.episodes += w.records.length;
+      stats.expertSuccess += w.success;
+      for (const [kind, n] of Object.entries(w.mistakes)) stats.mistakes[kind] = (stats.mistakes[kind] ?? 0) + n;
+      // One conversation at a time, so the drill share holds (the rest of the world's episodes are not used).
+      for (const d of buildSftDocuments(w.records, format, { maxSeqLen: seqLen, overflow: 'drop' }).docs) {
+        if (stats.conversationTokens >= (1 - drillShare) * budget) break;
+        docs.push(d);
+        stats.conversationTokens += d.tokens.length;
+      }
+    }
+    if (this.spec.copyDrill && drillShare > 0) {
+      const cd = this.spec.copyDrill;
+      const rng = new Rng(hash32(this.spec.seed, 0xd1, step));
+      while (stats.drillTokens < drillShare * budget) {
+        const batch = copyDrillDocuments(tokenizer, { documents: 16, seed: rng.int(2 ** 31), ids: cd.ids, people: cd.people }).filter((d) => d.tokens.length <= seqLen);
+        for (const d of batch) {
+          docs.push(d);
+          stats.drillTokens += d.tokens.length;
+        }
+      }
+    }
+    stats.generated = stats.conversationTokens + stats.drillTokens;
+    const packed = packDocuments(docs.map((d) => d.tokens.length), seqLen);
+    // The fullest rows, in packing order (first-fit-decreasing leaves the short remainders in the last rows).
+    const rows: PackedRow[] = packed.map((r, i) => ({ r, i })).sort((a, b) => b.r.length - a.r.length || a.i - b.i).slice(0, rowsPerStep).sort((a, b) => a.i - b.i).map((x) => x.r);
+    stats.kept = rows.reduce((a, r) => a + r.length, 0);
+    this.lastStats = stats;
+    return { docs, rows };
+  }
+}
+
+/**
+ * Held-out conversations for the eval loss: `steps` steps of the stream under another seed, without drills (still
+ * avoiding excluded worlds; the worlds differ from the training stream's by their seeds).
+ */
+export async function streamEvalDocuments(spec: RetailStreamSpec, ctx: RetailStreamContext, steps = 4, salt = 0xe7a1): Promise<SftDocument[]> {
+  const s = new RetailStream({ ...spec, seed: hash32(spec.seed, salt), copyDrill: undefined }, ctx);
+  const out: SftDocument[] = [];
+  for (let step = 0; step < steps; step++) {
+    const d = await s.stepData(step);
+    out.push(...d.rows.flatMap((r) => r.docs.map((i) => d.docs[i])));
+  }
+  return out;
+}
+
+/** The world seeds of task-set folders (their synth.json), which a stream must not generate. */
+export function heldOutWorldSeeds(dirs: readonly (string | undefined)[]): number[] {
+  const out: number[] = [];
+  for (const dir of dirs) {
+    if (dir === undefined) continue;
+    const file = join(dir, 'synth.json');
+    if (!existsSync(file)) continue;
+    const meta = JSON.parse(readFileSync(file, 'utf8')) as { worldSeed?: unknown };
+    if (typeof meta.worldSeed !== 'number') throw new Error(`${file}: no numeric worldSeed; is this a synthetic task set?`);
+    out.push(meta.worldSeed);
+  }
+  return out;
+}

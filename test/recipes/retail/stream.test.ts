@@ -1,0 +1,109 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createChatFormat } from '../../../src/llm/index.ts';
+import { GptOssModel } from '../../../src/model/model.ts';
+import { presetConfig } from '../../../src/model/config.ts';
+import { runSft } from '../../../src/rl/sft.ts';
+import { generateTaskSet } from '../../../src/domains/retail/synth/taskset.ts';
+import { conversationDefaults, COMPACT_RETAIL_POLICY } from '../../../src/recipes/retail/prepare.ts';
+import { trainSftTokenizer, TrajectoryRecordSchema } from '../../../src/rl/sftData.ts';
+import { createRetailDomain } from '../../../src/domains/retail/domain.ts';
+import { EpisodeRunner } from '../../../src/domains/retail/synth/episode.ts';
+import { ExpertAgent } from '../../../src/domains/retail/synth/expert.ts';
+import { ScriptedRetailUser } from '../../../src/domains/retail/synth/user-sim.ts';
+import { parseRetailStream, RetailStream, streamEvalDocuments, streamWorldSeed, type RetailStreamContext } from '../../../src/recipes/retail/stream.ts';
+import { parseStagesRunFile } from '../../../src/recipes/trainSetup.ts';
+
+let shared: Promise<Omit<RetailStreamContext, 'seqLen' | 'rowsPerStep'>> | undefined;
+async function context(seqLen = 4096, rowsPerStep = 2): Promise<RetailStreamContext> {
+  shared ??= sharedContext();
+  return { ...(await shared), seqLen, rowsPerStep };
+}
+
+/** A small tokenizer and the conversation defaults of a generated task set, as a retail-synth run builds them. */
+async function sharedContext(): Promise<Omit<RetailStreamContext, 'seqLen' | 'rowsPerStep'>> {
+  const set = generateTaskSet({ worldSeed: 77, taskSeed: 1, count: 6, sizes: { products: 20, users: 20, orders: 40 }, difficulty: 1 });
+  const domain = createRetailDomain({ db: set.world, policy: COMPACT_RETAIL_POLICY });
+  const conversation = conversationDefaults({ dir: '', domain, world: set.world, tasks: set.tasks, scenarios: new Map(), meta: null }, 'compact');
+  const runner = new EpisodeRunner({ domain, tasks: set.tasks, user: new ScriptedRetailUser(new Map(set.tasks.map((t) => [t.id, t.longrun]))) });
+  const records = [];
+  for (const t of set.tasks) records.push(TrajectoryRecordSchema.parse(JSON.parse(JSON.stringify(await runner.run(new ExpertAgent(), t.id, 3)))));
+  const tokenizer = trainSftTokenizer(records, { vocabSize: 1024, format: 'harmony', ...conversation });
+  return { format: createChatFormat('harmony', tokenizer), tokenizer, conversation };
+}
+
+const tokensOf = (d: { docs: readonly { tokens: Int32Array }[]; rows: readonly { docs: number[] }[] }) => d.rows.map((r) => r.docs.map((i) => Array.from(d.docs[i].tokens)));
+
+describe('retail stream (fresh SFT conversations every step)', () => {
+  it('builds each step from its index alone, on new worlds, filling the rows, with the drill share', async () => {
+    const ctx = await context();
+    const spec = parseRetailStream({ seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 }, copyDrill: { share: 0.2 } });
+    const a = new RetailStream(spec, ctx);
+    const b = new RetailStream(spec, ctx);
+    const s5 = await a.stepData(5);
+    assert.deepEqual(tokensOf(await b.stepData(5)), tokensOf(s5), 'the same step from another instance (as after a resume)');
+    const stats = a.lastStats!;
+    assert.ok(stats.episodes >= 1 && stats.worlds >= 1);
+    assert.equal(stats.expertSuccess, stats.episodes, 'the perfect expert solves every generated task');
+    assert.ok(s5.rows.length <= ctx.rowsPerStep);
+    assert.ok(stats.kept > 0.8 * ctx.seqLen * ctx.rowsPerStep, `rows are nearly full (${stats.kept} of ${ctx.seqLen * ctx.rowsPerStep})`);
+    assert.ok(stats.drillTokens >= 0.2 * ctx.seqLen * ctx.rowsPerStep, 'drill tokens fill their share');
+    assert.notDeepEqual(tokensOf(await a.stepData(6)), tokensOf(s5), 'another step, other conversations');
+    // Different seeds or steps give different worlds.
+    assert.notEqual(streamWorldSeed(3, 5, 0), streamWorldSeed(3, 6, 0));
+    assert.notEqual(streamWorldSeed(3, 5, 0), streamWorldSeed(4, 5, 0));
+    assert.notEqual(new RetailStream({ ...spec, seed: 4 }, ctx).fingerprint, a.fingerprint);
+  });
+
+  it('never generates an excluded world, and the eval documents come from other worlds', async () => {
+    const ctx = await context();
+    const spec = parseRetailStream({ seed: 9, tasksPerWorld: 3, world: { products: 20, users: 30, orders: 60 } });
+    const excluded = parseRetailStream({ ...spec, excludeWorldSeeds: [streamWorldSeed(9, 0, 0)] });
+    const s = new RetailStream(excluded, ctx);
+    const w = await s.worldRecords(0, 0);
+    assert.equal(w, null, 'world 0 of step 0 is held out');
+    assert.ok(await s.worldRecords(0, 1));
+    const evalDocs = await streamEvalDocuments(spec, ctx, 2);
+    const train = tokensOf(await new RetailStream(spec, ctx).stepData(0)).flat().map((t) => t.join(','));
+    assert.ok(evalDocs.length >= 2);
+    for (const d of evalDocs) assert.ok(!train.includes(Array.from(d.tokens).join(',')));
+  });
+
+  it('validates its section with clear errors', () => {
+    assert.throws(() => parseRetailStream({ seed: 1, copyDrill: { share: 1.5 } }), /sft\.stream\.copyDrill\.share/);
+    assert.throws(() => parseRetailStream({ seed: -1 }), /sft\.stream\.seed/);
+    assert.throws(() => parseRetailStream({ seed: 1, bogus: 2 }), /Unrecognized key/);
+    const base = { task: 'retail-synth', taskOptions: { dataDir: 'x' }, policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 't.json' } };
+    assert.throws(() => parseStagesRunFile({ ...base, sft: { outDir: 'o', stream: { seed: 1 } } }), /needs a step count/);
+    assert.throws(() => parseStagesRunFile({ ...base, sft: { outDir: 'o', data: 'a.jsonl', stream: { seed: 1 } } }), /exactly one of sft\.data/);
+    assert.throws(() => parseStagesRunFile({ ...base, task: 'toy', sft: { outDir: 'o', stream: { seed: 1 }, config: { steps: 2 } } }), /streams retail-synth/);
+    assert.equal(parseStagesRunFile({ ...base, sft: { outDir: 'o', stream: { seed: 1 }, config: { steps: 2 } } }).trainer, null);
+  });
+
+  it('SFT on the stream resumes bit-identically', async () => {
+    const ctx = await context(4096, 1);
+    const spec = parseRetailStream({ seed: 5, tasksPerWorld: 2, world: { products: 20, users: 20, orders: 40 }, copyDrill: { share: 0.1 } });
+    const config = { seqLen: 4096, microBatchTokens: 4096, rowsPerStep: 1, steps: 2, lr: 3e-3, warmupSteps: 1, checkpointEvery: 1, keepCheckpoints: 5, contextLossWeight: 1 };
+    const make = () => new GptOssModel(presetConfig('tiny-1m', { vocab_size: ctx.tokenizer.vocabSize, max_position_embeddings: 4096 }), { seed: 2 });
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-stream-'));
+    try {
+      const whole = await runSft(config, { model: make(), data: { source: new RetailStream(spec, ctx) }, outDir: join(dir, 'whole'), quiet: true });
+      const part = await runSft(config, { model: make(), data: { source: new RetailStream(spec, ctx) }, outDir: join(dir, 'part'), quiet: true, stopAfterStep: 1 });
+      assert.equal(part.steps, 1);
+      const rest = await runSft(config, { model: make(), data: { source: new RetailStream(spec, ctx) }, outDir: join(dir, 'part'), quiet: true, resume: true });
+      assert.equal(rest.resumedFromStep, 1);
+      assert.deepEqual(rest.history.map((m) => m.loss), whole.history.slice(1).map((m) => m.loss));
+      const read = (p: string) => readFileSync(join(p, 'model', 'model.safetensors'));
+      assert.ok(read(join(dir, 'whole')).equals(read(join(dir, 'part'))), 'the same weights');
+      await assert.rejects(
+        runSft(config, { model: make(), data: { source: new RetailStream({ ...spec, seed: 6 }, ctx) }, outDir: join(dir, 'part'), quiet: true, resume: true }),
+        /training data differ/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
