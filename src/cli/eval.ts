@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { runEval, type EvalSummary } from '../serve/eval/runner.ts';
 import { AGENT_KINDS, buildEval, USER_KINDS, type EvalCliOptions } from '../serve/eval/setup.ts';
 import { FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
-import { withCheckpointAgent } from '../serve/eval/checkpoint-agent.ts';
+import { CHECKPOINT_ENGINES, type CheckpointEngine, withCheckpointAgent, type CheckpointAgentSettings } from '../serve/eval/checkpoint-agent.ts';
+import { agentPrompt, describePolicy, MODEL_SETTINGS_FILE, policySettingFromFlag, readModelSettings, toolsInStyle, type ModelSettings, type PolicySetting } from '../recipes/modelSettings.ts';
 
 function int(name: string, min: number) {
   return (v: string): number => {
@@ -35,10 +38,109 @@ export function formatSummary(s: EvalSummary): string {
   return lines.join('\n');
 }
 
-type EvalCommandOptions = EvalCliOptions & { progress: boolean; checkpoint?: string; tokenizer?: string; chatFormat?: string };
+export type EvalCommandOptions = EvalCliOptions & {
+  progress: boolean;
+  checkpoint?: string;
+  tokenizer?: string;
+  chatFormat?: string;
+  /** --agent checkpoint: the policy text (compact | tau2 | FILE) and tool-schema style (full | compact). */
+  policy?: string;
+  tools?: string;
+  maxTurns?: number;
+  maxResponseTokens?: number;
+  saveTokens?: boolean;
+  /** --agent checkpoint: sample in this process (default) or through the loopback model server. */
+  engine?: CheckpointEngine;
+};
 
-export function evalCommand(opts: EvalCommandOptions): Promise<number> {
-  return withCheckpointAgent(opts, (resolved) => runEvalCommand({ ...opts, ...resolved }));
+/** Which option keys the command line gave (the rest are commander defaults or absent). */
+export type ExplicitFlags = (key: keyof EvalCommandOptions) => boolean;
+
+/**
+ * `--agent checkpoint`: the model folder's longrun.json (when present) as defaults for the prompt and sampling flags,
+ * explicit flags winning; `lines` says which settings came from where. Returns the options with the agent settings.
+ */
+export function resolveCheckpointOptions(opts: EvalCommandOptions, explicit: ExplicitFlags): { options: EvalCommandOptions & { checkpointAgent?: CheckpointAgentSettings }; lines: string[] } {
+  const only = ['policy', 'tools', 'maxTurns', 'maxResponseTokens', 'saveTokens'] as const;
+  if (opts.agent !== 'checkpoint') {
+    const given = only.filter((k) => explicit(k));
+    if (given.length) throw new Error(`${given.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} apply to --agent checkpoint only`);
+    return { options: opts, lines: [] };
+  }
+  if (!opts.checkpoint) throw new Error('--agent checkpoint needs --checkpoint DIR');
+  const found = readModelSettings(opts.checkpoint);
+  const s: Partial<ModelSettings> = found?.settings ?? {};
+  const o: EvalCommandOptions = { ...opts };
+  const fromFile: string[] = [];
+  const fromFlags: string[] = [];
+  // Each setting: the option key, its value in the file, and how it is shown.
+  const take = <K extends keyof EvalCommandOptions>(key: K, value: EvalCommandOptions[K] | undefined, label: string, show: string) => {
+    if (explicit(key)) {
+      if (value !== undefined) fromFlags.push(label);
+      return;
+    }
+    if (value === undefined) return;
+    o[key] = value;
+    fromFile.push(`${label} ${show}`);
+  };
+  const dir = opts.checkpoint;
+  const tokenizer = s.tokenizer === undefined ? undefined : s.tokenizer === 'o200k_harmony' ? s.tokenizer : join(dir, s.tokenizer);
+  take('chatFormat', s.chatFormat, 'chat format', String(s.chatFormat));
+  take('tokenizer', tokenizer, 'tokenizer', String(s.tokenizer));
+  take('taskSet', s.toolSet, 'tool set', String(s.toolSet));
+  take('user', s.user, 'user', String(s.user));
+  take('temperature', s.temperature, 'temperature', String(s.temperature));
+  take('maxTurns', s.maxTurns, 'max turns', String(s.maxTurns));
+  take('maxResponseTokens', s.maxResponseTokens, 'max response tokens', String(s.maxResponseTokens));
+  take('maxTokens', s.maxTokensPerTurn, 'max tokens per turn', String(s.maxTokensPerTurn));
+  take('maxSteps', s.maxSteps, 'max steps', String(s.maxSteps));
+  take('maxErrors', s.maxErrors, 'max errors', String(s.maxErrors));
+  let policy: PolicySetting | undefined;
+  if (explicit('policy') && o.policy !== undefined) {
+    policy = policySettingFromFlag(o.policy);
+    if (s.policy !== undefined) fromFlags.push('policy');
+  } else if (s.policy !== undefined) {
+    policy = s.policy;
+    fromFile.push(`policy ${describePolicy(s.policy)}`);
+  }
+  const toolsFlag = explicit('tools') ? o.tools : undefined;
+  if (toolsFlag !== undefined && toolsFlag !== 'full' && toolsFlag !== 'compact') throw new Error(`--tools must be full or compact, got ${JSON.stringify(toolsFlag)}`);
+  const tools = toolsFlag ?? s.tools;
+  if (toolsFlag !== undefined && s.tools !== undefined) fromFlags.push('tools');
+  else if (toolsFlag === undefined && s.tools !== undefined) fromFile.push(`tools ${s.tools}`);
+  const checkpointAgent: CheckpointAgentSettings = {
+    // No policy setting: the env's system prompt (the task set's policy.md); no tool style: the env's tools as they are.
+    ...(policy !== undefined ? { systemPrompt: agentPrompt(policy, 'full', o.data).systemPrompt } : {}),
+    ...(tools !== undefined ? { tools: toolsInStyle(tools) } : {}),
+    sampling: { temperature: o.temperature ?? 0, ...(s.topP !== undefined && s.topP < 1 ? { topP: s.topP } : {}), ...(s.topK !== undefined && s.topK > 0 ? { topK: s.topK } : {}) },
+    maxTurns: o.maxTurns,
+    maxResponseTokens: o.maxResponseTokens,
+    maxTokensPerTurn: o.maxTokens,
+    onParseError: s.onParseError,
+    saveTokens: o.saveTokens,
+  };
+  const agentSettings = {
+    chatFormat: o.chatFormat ?? 'harmony',
+    policy: policy === undefined ? 'task set' : typeof policy === 'object' ? `text sha256:${createHash('sha256').update(policy.text).digest('hex').slice(0, 16)}` : policy,
+    tools: tools ?? 'full',
+    temperature: checkpointAgent.sampling.temperature,
+    topP: checkpointAgent.sampling.topP ?? 1,
+    topK: checkpointAgent.sampling.topK ?? -1,
+    maxTurns: o.maxTurns ?? null,
+    maxResponseTokens: o.maxResponseTokens ?? null,
+    maxTokensPerTurn: o.maxTokens ?? null,
+    onParseError: s.onParseError ?? 'send-text',
+  };
+  const lines: string[] = [];
+  if (found) lines.push(`settings from ${found.file}: ${fromFile.length ? fromFile.join(', ') : 'none used'}${fromFlags.length ? `; overridden by flags: ${fromFlags.join(', ')}` : ''}`);
+  else lines.push(`no ${join(dir, MODEL_SETTINGS_FILE)}: ${policy === undefined ? "the task set's policy.md" : 'the --policy text'} and the tools ${tools === undefined ? 'in full' : tools}; write the model's settings with \`longrun model settings\``);
+  return { options: { ...o, checkpointAgent, agentSettings }, lines };
+}
+
+export function evalCommand(opts: EvalCommandOptions, explicit: ExplicitFlags = (k) => opts[k] !== undefined): Promise<number> {
+  const { options, lines } = resolveCheckpointOptions(opts, explicit);
+  for (const l of lines) console.error(l);
+  return withCheckpointAgent(options, (resolved) => runEvalCommand({ ...options, ...resolved }));
 }
 
 async function runEvalCommand(opts: EvalCommandOptions): Promise<number> {
@@ -79,10 +181,16 @@ export function register(program: Command): void {
     .option('--checkpoint <dir>', 'with --agent checkpoint: a gpt-oss checkpoint served on loopback for the run')
     .option('--tokenizer <name|file>', 'with --agent checkpoint: o200k_harmony or a BPE file (default <checkpoint>/tokenizer.json)')
     .option('--chat-format <name>', 'with --agent checkpoint: harmony (default) or hermes')
+    .option('--policy <compact|tau2|file>', "with --agent checkpoint: the policy text in the agent's system prompt (default: the task set's policy.md)")
+    .option('--tools <style>', 'with --agent checkpoint: tool schemas in full (default) or compact (names and parameters only)')
+    .option('--max-turns <n>', 'with --agent checkpoint: assistant turns per episode (default: --max-steps)', int('--max-turns', 1))
+    .option('--max-response-tokens <n>', "with --agent checkpoint: token budget after the prompt (default: the model's context)", int('--max-response-tokens', 1))
+    .option('--engine <where>', `with --agent checkpoint: ${CHECKPOINT_ENGINES.join(' | ')} (in-process keeps each episode's KV cache across turns; server goes through /v1/completions like an external model; the same tokens either way)`, 'in-process')
+    .option('--save-tokens', "with --agent checkpoint: keep each episode's prompt and response token ids in trajectories.jsonl")
     .option('--base-url <url>', 'OpenAI-compatible base URL of the agent model (e.g. http://127.0.0.1:8000/v1); key from OPENAI_API_KEY')
     .option('--model <name>', 'agent model name')
-    .option('--temperature <t>', 'sampling temperature for every LLM (default 0, as τ²)', num('--temperature'))
-    .option('--max-tokens <n>', 'completion cap per LLM request (max_tokens)', int('--max-tokens', 1))
+    .option('--temperature <t>', "sampling temperature for every LLM (default 0, as τ²; --agent checkpoint: the model's longrun.json)", num('--temperature'))
+    .option('--max-tokens <n>', 'completion cap per LLM request (max_tokens; --agent checkpoint: sampled tokens per turn)', int('--max-tokens', 1))
     .option('--data <dir>', 'τ² retail data folder (default env LONGRUN_TAU2_RETAIL or ../shared/tau2/retail)')
     .option('--task-set <v>', 'τ² task set: v0 (DB × COMMUNICATE) or v1 (DB × NL assertions, needs a judge)', 'v1')
     .option('--split <name>', 'task split (default base; ignored for --tasks unless given)')
@@ -105,7 +213,14 @@ export function register(program: Command): void {
     .option('--max-errors <n>', 'tool errors before the episode ends', int('--max-errors', 1), 10)
     .option('--seed <n>', 'run seed (per-episode seeds derive from it)', int('--seed', 0), 300)
     .option('--no-progress', 'no progress output')
-    .action(async (opts: EvalCommandOptions) => {
-      process.exitCode = await evalCommand(opts);
+    .addHelpText('after', [
+      '',
+      'With --agent checkpoint, the model is served on loopback and played token for token by the agent loop of training',
+      "(as GRPO's rollouts). A model folder's longrun.json (written by `longrun model settings`) supplies the chat format,",
+      'tokenizer, policy text, tool style, tool set, user, temperature and the turn/token/step limits; flags given on the',
+      'command line win, and the run prints which settings came from the file.',
+    ].join('\n'))
+    .action(async (opts: EvalCommandOptions, cmd: Command) => {
+      process.exitCode = await evalCommand(opts, (k) => cmd.getOptionValueSource(k) === 'cli');
     });
 }

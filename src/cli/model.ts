@@ -1,6 +1,15 @@
 import type { Command } from 'commander';
 import { exportCommand, initCommand, logprobsCommand, parseTokenList } from '../model/checkpoint/commands.ts';
 import type { StoredFloat } from '../model/checkpoint/hf.ts';
+import { shipModelSettings } from '../recipes/modelSettings.ts';
+
+function count(name: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+    return n;
+  };
+}
 
 function storedFloat(value: string): StoredFloat {
   const v = value.toUpperCase();
@@ -34,11 +43,50 @@ export function register(program: Command): void {
     .option('--mxfp4', 'safetensors: store expert weights as MXFP4')
     .option('--tokenizer <file>', 'gguf: longrun BPE tokenizer JSON to embed as tokenizer.ggml.*')
     .option('--name <name>', 'gguf: general.name')
-    .action((dir: string, o: { format: string; out: string; dtype: string; mxfp4?: boolean; tokenizer?: string; name?: string }) => {
+    .option('--gguf-pre <name>', 'gguf: write this llama.cpp pre-tokenizer name even if it splits text differently from the tokenizer')
+    .option('--allow-yarn-truncate', 'gguf: write a rope_scaling.truncate: false model anyway (llama.cpp runs it with truncated YaRN dims)')
+    .action((dir: string, o: { format: string; out: string; dtype: string; mxfp4?: boolean; tokenizer?: string; name?: string; ggufPre?: string; allowYarnTruncate?: boolean }) => {
       if (o.format !== 'gguf' && o.format !== 'safetensors') throw new Error(`--format must be gguf or safetensors, got '${o.format}'`);
-      const r = exportCommand(dir, { format: o.format, out: o.out, dtype: storedFloat(o.dtype), mxfp4: o.mxfp4, tokenizer: o.tokenizer, name: o.name });
+      const r = exportCommand(dir, {
+        format: o.format, out: o.out, dtype: storedFloat(o.dtype), mxfp4: o.mxfp4, tokenizer: o.tokenizer, name: o.name,
+        ggufPre: o.ggufPre, allowYarnTruncate: o.allowYarnTruncate,
+      });
+      for (const w of r.warnings) console.error(`warning: ${w}`);
       console.log(`wrote ${r.out} (${r.bytes} bytes)`);
       if (o.format === 'gguf' && o.tokenizer === undefined) console.error('note: no --tokenizer given, so the file has no tokenizer.ggml.* vocabulary; llama.cpp needs one to load it');
+    });
+
+  model
+    .command('settings')
+    .description("write a model folder's prompt settings (longrun.json) from the run file that trained it, so `longrun eval --agent checkpoint` plays it as trained")
+    .requiredOption('--checkpoint <dir>', 'the trained model folder (config.json + safetensors), e.g. runs/x/sft/model or a GRPO checkpoint\'s model')
+    .requiredOption('--from-run <file>', 'the run file (`longrun train --config`) that trained it; task retail-synth')
+    .option('--out <dir>', 'ship to this folder: copy the model files there, then write longrun.json (e.g. models/<name>)')
+    .option('--temperature <t>', 'sampling temperature the card is measured at (default: the run\'s grpo.trainer.valTemperature)', (v: string) => {
+      const t = Number(v);
+      if (!Number.isFinite(t) || t < 0) throw new Error(`--temperature must be a non-negative number, got ${JSON.stringify(v)}`);
+      return t;
+    })
+    .option('--max-turns <n>', 'assistant turns per episode (default: grpo.rollout.maxTurns)', count('--max-turns'))
+    .option('--max-response-tokens <n>', 'token budget after the prompt (default: grpo.rollout.maxResponseTokens)', count('--max-response-tokens'))
+    .option('--max-tokens-per-turn <n>', 'sampled tokens per turn (default: grpo.rollout.maxTokensPerTurn)', count('--max-tokens-per-turn'))
+    .option('--force', 'replace a longrun.json (or, with --out, a model) that differs')
+    .addHelpText('after', [
+      '',
+      'longrun.json records what the model was trained and measured with: chat format, tokenizer, the policy text of the',
+      "system prompt (compact, or the text itself), the tool-schema style (full | compact, τ²'s done tool included),",
+      'the tool set, the user simulator, sampling (temperature, top-p, top-k) and the agent-loop limits (turns, response',
+      "tokens, tokens per turn, env steps and errors). The run's BPE tokenizer is copied in as tokenizer.json when the",
+      'folder has none. A run file without a grpo section (pretraining) needs --temperature, --max-turns and',
+      '--max-response-tokens. Shipping a model is one command:',
+      '  longrun model settings --checkpoint runs/x/sft/model --from-run presets/x.yaml --out models/<name>',
+    ].join('\n'))
+    .action((o: { checkpoint: string; fromRun: string; out?: string; temperature?: number; maxTurns?: number; maxResponseTokens?: number; maxTokensPerTurn?: number; force?: boolean }) => {
+      const r = shipModelSettings({
+        checkpoint: o.checkpoint, runFile: o.fromRun, out: o.out, force: o.force,
+        overrides: { temperature: o.temperature, maxTurns: o.maxTurns, maxResponseTokens: o.maxResponseTokens, maxTokensPerTurn: o.maxTokensPerTurn },
+      });
+      for (const l of r.log) console.log(l);
     });
 
   model

@@ -1,11 +1,13 @@
 /**
- * The agents `longrun eval` can run, behind one interface: a session per episode that gets the whole conversation
- * and what was observed since its last turn, and returns the next turn.
+ * The agents `longrun eval` can run, behind two interfaces: a turn agent (`EvalAgent`) gets a session per episode
+ * that sees the whole conversation and what was observed since its last turn, and returns the next turn; an episode
+ * agent (`EpisodeEvalAgent`, the token-level checkpoint agent) plays the whole episode on the env itself.
  */
 import type { ChatClientOptions, TokenUsage } from '../../llm/openai/chat-client.ts';
 import { ChatClient } from '../../llm/openai/chat-client.ts';
 import { OpenAIAgent, withoutDoneTool, type AgentTurnStats } from '../../llm/openai/agent.ts';
 import type { SynthAgent } from '../../domains/retail/synth/agent.ts';
+import type { ToolUseEnv } from '../../tooluse/env.ts';
 import type { Message } from '../../tooluse/messages.ts';
 import type { AgentTurn } from '../../tooluse/orchestrator.ts';
 import type { Task } from '../../tooluse/tasks.ts';
@@ -29,6 +31,30 @@ export interface EvalAgentSession {
 export interface EvalAgent {
   readonly name: string;
   start(episode: EvalEpisode): EvalAgentSession;
+}
+
+/** What an episode agent reports: the env's last info and, when the agent loop ended the episode, why. */
+export interface PlayedEpisode {
+  info: Record<string, unknown>;
+  /** Set when the agent ended the episode itself (a turn or token limit, a parse error); the reward is then 0. */
+  agentEnded?: string;
+  reward: number;
+  usage?: TokenUsage;
+  stats?: Record<string, number>;
+  /** The token ids of the episode, when the agent was asked to keep them. */
+  tokens?: { prompt: number[]; response: number[]; responseMask: number[] };
+}
+
+/** An agent that plays whole episodes: it resets and steps the env itself (seeded with `seed`, on `task`). */
+export interface EpisodeEvalAgent {
+  readonly name: string;
+  play(env: ToolUseEnv, episode: { task: Task; seed: number }): Promise<PlayedEpisode>;
+}
+
+export type AnyEvalAgent = EvalAgent | EpisodeEvalAgent;
+
+export function isEpisodeAgent(agent: AnyEvalAgent): agent is EpisodeEvalAgent {
+  return typeof (agent as EpisodeEvalAgent).play === 'function';
 }
 
 /** τ²'s LLM agent; a fresh client per episode (sharing the run's limiter) so usage is counted per episode. */

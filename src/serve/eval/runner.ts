@@ -15,7 +15,7 @@ import { computeMetrics, type AgentMetrics } from '../../tooluse/metrics.ts';
 import type { Task } from '../../tooluse/tasks.ts';
 import type { Domain } from '../../tooluse/types.ts';
 import type { UserSimulator } from '../../tooluse/user.ts';
-import type { EvalAgent } from './agents.ts';
+import { isEpisodeAgent, type AnyEvalAgent, type EpisodeEvalAgent, type EvalAgent, type EvalAgentSession } from './agents.ts';
 import { pairKey, TrajectoryLog, type EpisodeRecord } from './trajectory-log.ts';
 
 /** A per-episode component and the usage it ran up (null for non-LLM ones). */
@@ -27,7 +27,7 @@ export interface Metered<T> {
 export interface EvalRunOptions<DB> {
   domain: Domain<DB>;
   tasks: readonly Task[];
-  agent: EvalAgent;
+  agent: AnyEvalAgent;
   /** A user simulator per episode. */
   makeUser: () => Metered<UserSimulator>;
   /** A judge per episode, when the tasks need one. */
@@ -76,26 +76,16 @@ async function runEpisode<DB>(o: EvalRunOptions<DB>, task: Task, trial: number):
   const judge = o.makeJudge?.();
   const env = new ToolUseEnv({ domain: o.domain, tasks: o.tasks, user: user.value, judge: judge?.value, maxSteps: o.maxSteps, maxErrors: o.maxErrors });
   const started = Date.now();
-  let session: ReturnType<EvalAgent['start']> | null = null;
   let info: Record<string, unknown> = {};
   let status: EpisodeRecord['status'] = 'ok';
   let error: string | undefined;
   let messages: EpisodeRecord['messages'];
+  let played: Played = { reward: null, agentEnded: undefined, usage: null };
+  // A turn agent's usage is read even when the episode failed half-way.
+  const turnSession: { current?: EvalAgentSession } = {};
   try {
-    const [obs0, info0] = await env.reset({ seed, options: { taskId: task.id } });
-    info = info0;
-    let obs = obs0;
-    session = o.agent.start({ task, tools: env.tools, systemPrompt: String(info0.systemPrompt ?? ''), seed });
-    let done = info.terminationReason !== null && info.terminationReason !== undefined;
-    // The env ends the episode by max steps; this bound only guards against an env that never does.
-    for (let turns = 0; !done && turns <= o.maxSteps; turns++) {
-      const turn = await session.act(env.messages, obs.messages);
-      const [next, , terminated, truncated, stepInfo] = await env.step(turn);
-      obs = next;
-      info = stepInfo;
-      done = terminated || truncated;
-    }
-    if (!done) throw new Error(`The episode did not end within ${o.maxSteps} agent turns`);
+    if (isEpisodeAgent(o.agent)) ({ info, played } = await playEpisode(o.agent, env, task, seed));
+    else info = await turnEpisode(o.agent, env, task, seed, o.maxSteps, turnSession);
   } catch (err) {
     status = 'infrastructure_error';
     error = (err as Error)?.message ?? String(err);
@@ -103,22 +93,64 @@ async function runEpisode<DB>(o: EvalRunOptions<DB>, task: Task, trial: number):
     messages = [...env.messages];
     await env.close();
   }
+  const session = turnSession.current;
+  if (session) played = { ...played, usage: session.usage?.() ?? null, ...(session.stats ? { stats: { ...session.stats() } } : {}) };
   const rewardInfo = (info.rewardInfo as RewardInfo | null | undefined) ?? null;
+  const ok = status === 'ok';
   return {
     taskId: task.id,
     trial,
     seed,
     status,
-    reward: status === 'ok' ? (rewardInfo?.reward ?? 0) : null,
-    terminationReason: status === 'ok' ? ((info.terminationReason as string | null) ?? null) : 'infrastructure_error',
+    reward: ok ? (played.reward ?? rewardInfo?.reward ?? 0) : null,
+    terminationReason: ok ? (played.agentEnded ?? (info.terminationReason as string | null) ?? null) : 'infrastructure_error',
     steps: (info.stepCount as number | undefined) ?? 0,
     toolErrors: (info.numErrors as number | undefined) ?? 0,
     durationMs: Date.now() - started,
-    usage: { agent: session?.usage?.() ?? null, user: user.usage(), judge: judge?.usage() ?? null },
-    ...(session?.stats ? { agentStats: { ...session.stats() } } : {}),
+    usage: { agent: played.usage, user: user.usage(), judge: judge?.usage() ?? null },
+    ...(played.stats ? { agentStats: { ...played.stats } } : {}),
     rewardInfo,
     messages,
+    ...(played.tokens ? { tokens: played.tokens } : {}),
     ...(error !== undefined ? { error } : {}),
+  };
+}
+
+interface Played {
+  /** Null: the env's evaluated reward. */
+  reward: number | null;
+  agentEnded: string | undefined;
+  usage: TokenUsage | null;
+  stats?: Record<string, number>;
+  tokens?: EpisodeRecord['tokens'];
+}
+
+/** A turn agent: the runner resets the env and asks the agent for each turn; returns the env's last info. */
+async function turnEpisode(agent: EvalAgent, env: ToolUseEnv, task: Task, seed: number, maxSteps: number, holder: { current?: EvalAgentSession }): Promise<Record<string, unknown>> {
+  const [obs0, info0] = await env.reset({ seed, options: { taskId: task.id } });
+  let info: Record<string, unknown> = info0;
+  let obs = obs0;
+  const session = agent.start({ task, tools: env.tools, systemPrompt: String(info0.systemPrompt ?? ''), seed });
+  holder.current = session;
+  let done = info.terminationReason !== null && info.terminationReason !== undefined;
+  // The env ends the episode by max steps; this bound only guards against an env that never does.
+  for (let turns = 0; !done && turns <= maxSteps; turns++) {
+    const turn = await session.act(env.messages, obs.messages);
+    const [next, , terminated, truncated, stepInfo] = await env.step(turn);
+    obs = next;
+    info = stepInfo;
+    done = terminated || truncated;
+  }
+  if (!done) throw new Error(`The episode did not end within ${maxSteps} agent turns`);
+  return info;
+}
+
+/** An episode agent plays on the env itself; an episode it ended (a loop limit) scores 0, as in training. */
+async function playEpisode(agent: EpisodeEvalAgent, env: ToolUseEnv, task: Task, seed: number): Promise<{ info: Record<string, unknown>; played: Played }> {
+  const p = await agent.play(env, { task, seed });
+  return {
+    info: p.info,
+    played: { reward: p.reward, agentEnded: p.agentEnded, usage: p.usage ?? null, ...(p.stats ? { stats: p.stats } : {}), ...(p.tokens ? { tokens: p.tokens } : {}) },
   };
 }
 

@@ -18,7 +18,7 @@ import { needsJudge } from '../../tooluse/evaluator.ts';
 import type { Task } from '../../tooluse/tasks.ts';
 import { TicketUser, type UserSimulator } from '../../tooluse/user.ts';
 import type { RetailDomain } from '../../domains/retail/domain.ts';
-import { OpenAIEvalAgent, SynthEvalAgent, type EvalAgent } from './agents.ts';
+import { OpenAIEvalAgent, SynthEvalAgent, type AnyEvalAgent } from './agents.ts';
 import { CommunicateFallbackJudge, FALLBACK_JUDGE_NAME } from '../../tooluse/fallback-judge.ts';
 import type { EvalRunOptions, Metered } from './runner.ts';
 
@@ -56,10 +56,14 @@ export interface EvalCliOptions {
   out: string;
   /** Set when the agent is a checkpoint served for the run (its URL changes every run, so it is not the identity). */
   checkpoint?: string;
+  /** An agent built by the caller (`--agent checkpoint`: the token-level agent over the served model). */
+  agentInstance?: AnyEvalAgent;
+  /** The checkpoint agent's prompt and sampling settings, recorded in config.json and compared on resume. */
+  agentSettings?: Record<string, unknown>;
 }
 
 /** Config fields that must match when resuming into the same --out folder. */
-export const IDENTITY_KEYS = ['agent', 'model', 'baseUrl', 'checkpoint', 'taskSet', 'tasksFile', 'split', 'taskIds', 'trials', 'user', 'userModel', 'judge', 'seed', 'maxSteps', 'maxErrors'] as const;
+export const IDENTITY_KEYS = ['agent', 'model', 'baseUrl', 'checkpoint', 'agentSettings', 'taskSet', 'tasksFile', 'split', 'taskIds', 'trials', 'user', 'userModel', 'judge', 'seed', 'maxSteps', 'maxErrors'] as const;
 
 function scenariosFromFile(file: string): Map<string, SynthScenario> {
   const raw = JSON.parse(readFileSync(file, 'utf8')) as { id?: unknown; longrun?: unknown }[];
@@ -90,7 +94,7 @@ export interface BuiltEval {
 }
 
 export function buildEval(o: EvalCliOptions): BuiltEval {
-  if (!(AGENT_KINDS as readonly string[]).includes(o.agent)) throw new Error(`--agent must be one of ${AGENT_KINDS.join(', ')} (got ${o.agent})`);
+  if (!o.agentInstance && !(AGENT_KINDS as readonly string[]).includes(o.agent)) throw new Error(`--agent must be one of ${AGENT_KINDS.join(', ')} (got ${o.agent})`);
   if (!(USER_KINDS as readonly string[]).includes(o.user)) throw new Error(`--user must be one of ${USER_KINDS.join(', ')} (got ${o.user})`);
   if (o.taskSet !== 'v0' && o.taskSet !== 'v1') throw new Error(`--task-set must be v0 or v1 (got ${o.taskSet})`);
   const notes: string[] = [];
@@ -112,7 +116,7 @@ export function buildEval(o: EvalCliOptions): BuiltEval {
     return { baseUrl, model, timeoutMs: o.timeout * 1000, retry: { maxRetries: o.maxRetries, seed: o.seed }, limiter, params: { temperature: o.temperature ?? 0, ...(o.maxTokens !== undefined ? { max_tokens: o.maxTokens } : {}) } };
   };
 
-  const agent: EvalAgent = o.agent === 'openai' ? new OpenAIEvalAgent(client(o.baseUrl, o.model, 'the agent')) : new SynthEvalAgent(new ExpertAgent());
+  const agent: AnyEvalAgent = o.agentInstance ?? (o.agent === 'openai' ? new OpenAIEvalAgent(client(o.baseUrl, o.model, 'the agent')) : new SynthEvalAgent(new ExpertAgent()));
 
   let makeUser: () => Metered<UserSimulator>;
   if (o.user === 'llm') {
@@ -169,6 +173,7 @@ export function buildEval(o: EvalCliOptions): BuiltEval {
     model: o.model ?? null,
     baseUrl: o.agent === 'openai' && o.checkpoint === undefined ? (o.baseUrl ?? null) : null,
     checkpoint: o.checkpoint !== undefined ? resolve(o.checkpoint) : null,
+    ...(o.agentSettings !== undefined ? { agentSettings: o.agentSettings } : {}),
     taskSet: tasksFile ? 'file' : o.taskSet,
     toolSet: o.taskSet,
     tasksFile: tasksFile ?? null,

@@ -23,6 +23,8 @@ export interface EpisodeRecord {
   agentStats?: Record<string, number>;
   rewardInfo: RewardInfo | null;
   messages: Message[];
+  /** Token-level agents with `--save-tokens`: the episode's prompt and response ids (mask 1 on sampled tokens). */
+  tokens?: { prompt: number[]; response: number[]; responseMask: number[] };
   error?: string;
 }
 
