@@ -1,5 +1,9 @@
-"""Python client for longrun's HTTP env server (``longrun serve env``): a Gymnasium env over a server session."""
+"""Python client for longrun's HTTP env server (``longrun serve env``): a Gymnasium env over a server session
+(``LongrunEnv``), the τ² agent-side helpers the trainer adapters share (``longrun_client.tau2``), a skyrl-gym text env
+(``longrun_client.skyrl``) and, in the separate ``longrun_verifiers`` package, a verifiers environment."""
 
+from ._version import PROTOCOL_VERSION
+from ._version import __version__ as __version__
 from .env import LongrunEnv, make, register_gymnasium_envs
 from .errors import (
     BadRequest,
@@ -27,6 +31,7 @@ __all__ = [
     "LongrunClient",
     "LongrunEnv",
     "LongrunError",
+    "PROTOCOL_VERSION",
     "NotFound",
     "PayloadTooLarge",
     "ResetNeeded",
@@ -41,4 +46,3 @@ __all__ = [
     "register_gymnasium_envs",
     "space_from_json",
 ]
-__version__ = "0.1.0"

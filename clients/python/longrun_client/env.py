@@ -13,7 +13,7 @@ if HAS_GYMNASIUM:
     _EnvBase: Any = gymnasium.Env
 else:
 
-    class _EnvBase:  # same surface as gymnasium.Env, for machines without gymnasium
+    class _EnvBase:  # type: ignore[no-redef]  # same surface as gymnasium.Env, for machines without gymnasium
         metadata: dict = {"render_modes": []}
         render_mode = None
 
@@ -30,9 +30,8 @@ else:
         def __enter__(self):
             return self
 
-        def __exit__(self, *exc: Any) -> bool:
+        def __exit__(self, *exc: Any) -> None:
             self.close()
-            return False
 
 
 class LongrunEnv(_EnvBase):  # type: ignore[misc,valid-type]
@@ -42,6 +41,9 @@ class LongrunEnv(_EnvBase):  # type: ignore[misc,valid-type]
     ``seed`` seeds the first reset that brings no seed of its own; ``compact_info`` leaves the per-session
     constants (tools, policy, system prompt) out of step infos. Actions are τ² gym strings
     (``"get_user_details(user_id='x')"``, JSON tool calls, or text) or dicts ``{"content", "toolCalls"}``."""
+
+    # Every server env renders as "ansi" (or not at all); an instance's metadata holds what its env declares.
+    metadata: dict = {"render_modes": ["ansi"]}
 
     def __init__(
         self,

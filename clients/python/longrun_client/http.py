@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -56,25 +57,35 @@ class LongrunClient:
             body["compact_info"] = True
         return self.request("POST", "/sessions", body)
 
+    @staticmethod
+    def session_path(session_id: str, route: str = "") -> str:
+        """``/sessions/{id}[/route]`` with the id percent-encoded as one path segment, so an id such as
+        ``../../envs?x=`` cannot reach another route. ``"."`` and ``".."`` are refused: URL parsers resolve them
+        (encoded or not) as dot segments."""
+        if not isinstance(session_id, str) or session_id in ("", ".", ".."):
+            raise ValueError(f"A session id must be a non-empty string other than '.' and '..', got {session_id!r}")
+        path = "/sessions/" + urllib.parse.quote(session_id, safe="")
+        return f"{path}/{route}" if route else path
+
     def reset(self, session_id: str, seed: int | None = None, options: dict | None = None) -> dict:
         body: dict[str, Any] = {}
         if seed is not None:
             body["seed"] = seed
         if options is not None:
             body["options"] = options
-        return self.request("POST", f"/sessions/{session_id}/reset", body)
+        return self.request("POST", self.session_path(session_id, "reset"), body)
 
     def step(self, session_id: str, action: Any) -> dict:
-        return self.request("POST", f"/sessions/{session_id}/step", {"action": action})
+        return self.request("POST", self.session_path(session_id, "step"), {"action": action})
 
     def tools(self, session_id: str) -> list:
-        return self.request("GET", f"/sessions/{session_id}/tools")["tools"]
+        return self.request("GET", self.session_path(session_id, "tools"))["tools"]
 
     def render(self, session_id: str) -> Any:
-        return self.request("GET", f"/sessions/{session_id}/render")["frame"]
+        return self.request("GET", self.session_path(session_id, "render"))["frame"]
 
     def close_session(self, session_id: str) -> None:
-        self.request("DELETE", f"/sessions/{session_id}")
+        self.request("DELETE", self.session_path(session_id))
 
 
 def _to_json(value: Any) -> Any:

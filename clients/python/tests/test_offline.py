@@ -18,6 +18,11 @@ from longrun_client import (
 from longrun_client.errors import error_from_reply
 
 
+def first_turns(space, n=40):
+    space.seed(3)
+    return [x for x in (space.sample() for _ in range(n)) if x.get("toolCalls")]
+
+
 def body(code, message="m"):
     return {"error": {"code": code, "message": message}}
 
@@ -59,8 +64,36 @@ class SpacesTest(unittest.TestCase):
         self.assertFalse(space.contains(42))
         self.assertFalse(space.contains({"content": None, "toolCalls": []}))
         self.assertEqual(space.tools[0]["function"]["name"], "done")
+        self.assertFalse(space.contains({"content": 3, "toolCalls": None}))
+
+    def test_tool_use_spaces_sample_seeded_members(self):
+        tools = [{"type": "function", "function": {"name": "get_order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["order_id", "n", "tags"]}}}]
+        turn = space_from_json({"type": "AgentTurn", "tools": tools})
+        obs = space_from_json({"type": "ToolUseObservation"})
+        for space in (turn, obs):
+            space.seed(7)
+            first = [space.sample() for _ in range(20)]
+            space.seed(7)
+            self.assertEqual(first, [space.sample() for _ in range(20)])
+            for x in first:
+                self.assertIn(x, space)
+        calls = [s["toolCalls"][0] for s in first_turns(turn)]
+        self.assertTrue(calls, "some samples are tool calls")
+        for call in calls:
+            self.assertEqual(call["name"], "get_order")
+            self.assertEqual(sorted(call["arguments"]), ["n", "order_id", "tags"])
+            self.assertIsInstance(call["arguments"]["n"], int)
         with self.assertRaises(NotImplementedError):
-            space.sample()
+            space_from_json({"type": "Mystery"}).sample()
+
+    def test_any_charset_text(self):
+        space = space_from_json({"type": "Text", "maxLength": 5, "minLength": 0, "charset": None})
+        self.assertIn("", space)
+        self.assertIn("中文", space)
+        self.assertNotIn("toolong", space)
+        space.seed(1)
+        for _ in range(20):
+            self.assertIn(space.sample(), space)
 
     def test_observation_space(self):
         space = space_from_json({"type": "ToolUseObservation"})
