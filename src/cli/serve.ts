@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { ENV_SERVER_DEFAULTS, startEnvServer } from '../serve/env-server.ts';
 import { serveCheckpoint } from '../serve/model-serve.ts';
+import { MODEL_SERVER_DEFAULTS } from '../serve/model-server.ts';
 import { readFileSync } from 'node:fs';
 import { serverLlmConfig, type ServerLlmFlags } from '../serve/env-judges.ts';
 import { FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
@@ -86,6 +87,7 @@ export interface ServeModelCliOptions {
   port: number;
   token?: string;
   maxBatch: number;
+  maxPrompts: number;
 }
 
 export async function serveModelCommand(opts: ServeModelCliOptions): Promise<void> {
@@ -124,6 +126,7 @@ export function register(program: Command): void {
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <n>', 'port (0 picks a free one)', positiveInt('--port', 0), 8000)
     .option('--token <token>', 'require "Authorization: Bearer <token>" (default: env LONGRUN_SERVE_TOKEN, else none)')
-    .option('--max-batch <n>', 'requests batched together', positiveInt('--max-batch'), 8)
+    .option('--max-batch <n>', 'sequences decoding together', positiveInt('--max-batch'), 8)
+    .option('--max-prompts <n>', 'most prompts in one /v1/completions request; more gets 400', positiveInt('--max-prompts'), MODEL_SERVER_DEFAULTS.maxPromptsPerRequest)
     .action(async (opts: ServeModelCliOptions) => serveModelCommand(opts));
 }

@@ -111,7 +111,7 @@ async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) 
   print(`sft: streaming fresh conversations (seed ${spec.seed}, ${spec.tasksPerWorld} tasks per world, difficulty ${JSON.stringify(spec.difficulty)}` +
     `${spec.expert.mistakeRate > 0 ? `, demonstrator mistake rate ${spec.expert.mistakeRate}` : ''}${spec.copyDrill ? `, copy drill ${spec.copyDrill.share}` : ''}), ` +
     `${config.steps} steps of ${config.rowsPerStep} × ${config.seqLen} tokens; ${held.length} held-out world seeds excluded; eval on ${evalDocs.length} conversations`);
-  const every = Math.max(1, Math.round((config.steps ?? 100) / 50));
+  const every = Math.min(25, Math.max(1, Math.round((config.steps ?? 100) / 50)));
   const result = await runSft(config, {
     model: built.model, data: { source: stream, eval: evalDocs }, outDir: sft.outDir, resume: resumePoint(sft, print), quiet,
     onStep: (m) => {

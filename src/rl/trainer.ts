@@ -430,10 +430,21 @@ export class GrpoTrainer {
   }
 
   async loadCheckpoint(dir: string, step?: number): Promise<void> {
-    const s = step ?? Number(readFileSync(join(dir, 'latest'), 'utf8').trim());
+    const latest = join(dir, 'latest');
+    const text = step === undefined ? readFileSync(latest, 'utf8').trim() : String(step);
+    const s = Number(text);
+    if (text === '' || !Number.isSafeInteger(s) || s < 0) {
+      throw new Error(`${latest} should hold the step number of the last checkpoint but holds ${JSON.stringify(text.slice(0, 40))}; restore it, or delete it to start afresh`);
+    }
     const stepDir = join(dir, `step_${s}`);
-    const raw = JSON.parse(readFileSync(join(stepDir, 'trainer.json'), 'utf8')) as TrainerState & { format: string; history: Metrics[]; validations: Metrics[] };
-    if (raw.format !== TRAINER_STATE_FORMAT) throw new Error(`${stepDir}/trainer.json is not a ${TRAINER_STATE_FORMAT} checkpoint`);
+    const file = join(stepDir, 'trainer.json');
+    let raw: TrainerState & { format: string; history: Metrics[]; validations: Metrics[] };
+    try {
+      raw = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (err) {
+      throw new Error(`cannot read the trainer state ${file} (checkpoint of step ${s}): ${(err as Error).message}`, { cause: err });
+    }
+    if (raw?.format !== TRAINER_STATE_FORMAT) throw new Error(`${file} is not a ${TRAINER_STATE_FORMAT} checkpoint`);
     this.state = { step: raw.step, order: raw.order, cursor: raw.cursor, epoch: raw.epoch };
     this.rng.setState(raw.rng);
     this.history.splice(0, this.history.length, ...raw.history);

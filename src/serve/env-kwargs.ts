@@ -5,6 +5,10 @@
  * synthetic task-set folder) or `llm` (only when the server was started with an LLM user). LLM users and judges are
  * configured on the server (`--user-base-url/--user-model`, `--judge …`), never from client input: a client must
  * not make the server call URLs of its choosing.
+ *
+ * Every kwarg a built-in env takes is bounded here, at create, with a 400 that names the bound: a value that would
+ * only fail later (at reset) or make the server spend unbounded memory or time (ReverseText's `maxWordLength: 1e9`
+ * once ran the process out of heap) never reaches the env. Unknown kwargs are left to the env, which names them.
  */
 import { join } from 'node:path';
 import { RETAIL_ENV_IDS } from '../domains/retail/register.ts';
@@ -15,9 +19,55 @@ import type { UserSimulator } from '../tooluse/user.ts';
 import type { Judge } from '../tooluse/evaluator.ts';
 import { badRequest } from './http-errors.ts';
 
+const RETAIL_IDS = new Set<string>(Object.values(RETAIL_ENV_IDS));
+
+/** `envId` is the registered id the client's id resolves to (an unversioned id names its latest version). */
 export type KwargsResolver = (envId: string, kwargs: Record<string, unknown>) => Record<string, unknown>;
 
-const RETAIL_IDS = new Set<string>(Object.values(RETAIL_ENV_IDS));
+type Check = (value: unknown) => string | null;
+
+const describe = (v: unknown): string => {
+  const text = JSON.stringify(v) ?? String(v);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+};
+const integer = (min: number, max: number): Check => (v) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max ? null : `must be an integer from ${min} to ${max}`;
+const boolean: Check = (v) => (typeof v === 'boolean' ? null : 'must be true or false');
+const shortString: Check = (v) => (typeof v === 'string' && v.length >= 1 && v.length <= 64 ? null : 'must be a string of 1 to 64 characters');
+const renderMode: Check = (v) => (v === null || (typeof v === 'string' && v.length <= 32) ? null : 'must be a render mode name (e.g. "ansi") or null');
+
+/** Options `make` takes for every env. */
+const MAKE_OPTIONS: Record<string, Check> = {
+  renderMode,
+  maxEpisodeSteps: integer(1, 100_000),
+  disableEnvChecker: boolean,
+  recordEpisodeStatistics: boolean,
+};
+
+/** The bounds of each built-in env's own kwargs. */
+export const KWARG_BOUNDS: Record<string, Record<string, Check>> = {
+  'GuessNumber-v0': { n: integer(2, 1_000_000) },
+  'ReverseText-v0': { numWords: integer(1, 1000), maxWordLength: integer(1, 1000) },
+  ...Object.fromEntries([...RETAIL_IDS].map((id) => [id, {
+    split: shortString,
+    maxSteps: integer(1, 1000),
+    maxErrors: integer(1, 1000),
+    enforceCommunicationProtocol: boolean,
+    allMessagesAsObservation: boolean,
+  }])),
+};
+
+/** 400 for the first kwarg outside its bound (only envs with known bounds; others take their kwargs as they are). */
+export function checkKwargBounds(envId: string, kwargs: Record<string, unknown>): void {
+  const own = KWARG_BOUNDS[envId];
+  if (!own) return;
+  for (const [key, value] of Object.entries(kwargs)) {
+    const check = own[key] ?? MAKE_OPTIONS[key];
+    const problem = check?.(value);
+    if (problem) throw badRequest('invalid_kwargs', `kwargs.${key} ${problem}, got ${describe(value)} (${envId})`);
+  }
+}
+
 export const USER_NAMES = ['ticket', 'scripted', 'llm'] as const;
 
 export interface ServerEnvConfig {
@@ -51,6 +101,7 @@ export function defaultKwargsResolver(options: ServerEnvConfig = {}): KwargsReso
   return (envId, kwargs) => {
     if ('dataDir' in kwargs) throw badRequest('invalid_kwargs', 'kwargs.dataDir cannot be set by a client: the data folder is chosen when the server starts (--data DIR)');
     if ('judge' in kwargs) throw badRequest('invalid_kwargs', 'kwargs.judge cannot be set by a client: judges are configured on the server');
+    checkKwargBounds(envId, kwargs);
     if (!RETAIL_IDS.has(envId)) return { ...kwargs };
     const out: Record<string, unknown> = { ...kwargs };
     if (options.dataDir !== undefined) out.dataDir = options.dataDir;

@@ -12,10 +12,12 @@
  *   GET    /sessions/{id}/render        {render_mode, frame} (the env's render(); retail: "ansi" transcript text)
  *   DELETE /sessions/{id}               {closed: true}
  *
- * Errors are `{"error": {"code", "message"}}`: 400 malformed JSON / invalid body / bad kwargs or reset options,
- * 401 missing or wrong bearer token, 404 unknown route, env or session, 405 wrong method, 409 step before reset,
- * step after the episode ended, or a session with too many queued requests, 413 body over --max-body, 422 an action
- * outside the action space, 429 --max-sessions reached, 503 shutting down, 500 an env that threw.
+ * Errors are `{"error": {"code", "message"}}`: 400 malformed JSON / invalid body / bad kwargs (each bounded, see
+ * env-kwargs.ts) or reset options / a malformed percent-escape in the path, 401 missing or wrong bearer token, 403 a
+ * request not addressed to loopback or from a foreign web page (only without a token on loopback), 404 unknown route,
+ * env or session, 405 wrong method, 409 step before reset, step after the episode ended, or a session with too many
+ * queued requests, 413 body over --max-body, 422 an action outside the action space (or nested deeper than
+ * MAX_JSON_DEPTH), 429 --max-sessions reached, 503 shutting down, 500 an env that threw.
  *
  * Concurrency: sessions are independent and run concurrently; requests on one session are serialised FIFO (a
  * second concurrent step waits for the first), and at most `maxWaitingPerSession` may wait (default 4) before 409.
@@ -30,7 +32,7 @@ import { defaultKwargsResolver, type KwargsResolver, type ServerEnvConfig } from
 import { CreateSessionBody, describeZodError, ResetBody, StepBody } from './env-protocol.ts';
 import { SessionManager, type Session } from './env-sessions.ts';
 import { badRequest, conflict, HttpError, notFound, unprocessable } from './http-errors.ts';
-import { checkBearer, readJsonBody, sendError, sendJson } from './http-util.ts';
+import { checkBearer, checkLocalRequest, decodePathParams, isLoopbackHost, jsonDepthExceeds, readJsonBody, sendError, sendJson } from './http-util.ts';
 import { toJsonSafe } from './json-safe.ts';
 
 export interface EnvServerOptions {
@@ -83,6 +85,9 @@ function withoutKeys(info: unknown, keys: ReadonlySet<string>): unknown {
   return Object.fromEntries(Object.entries(info).filter(([k]) => !keys.has(k)));
 }
 
+/** Bodies (and actions) may nest at most this deep; deeper ones are refused before anything walks them. */
+export const MAX_JSON_DEPTH = 64;
+
 type Handler = (req: IncomingMessage, params: string[]) => Promise<[number, unknown]>;
 interface Route {
   pattern: RegExp;
@@ -90,6 +95,11 @@ interface Route {
 }
 
 function parseBody<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } }, raw: unknown, what: string): T {
+  if (jsonDepthExceeds(raw, MAX_JSON_DEPTH)) {
+    // A step body is {action}: the action is what nests, and an action outside what the server accepts is a 422.
+    if (what === 'step') throw unprocessable('invalid_action', `The action nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; nothing was sent to the env`);
+    throw badRequest('invalid_body', `The ${what} body nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`);
+  }
   const parsed = schema.safeParse(raw ?? {});
   if (!parsed.success) throw badRequest('invalid_body', `Invalid ${what} body: ${describeZodError(parsed.error)}`);
   return parsed.data;
@@ -105,6 +115,8 @@ export async function startEnvServer(options: EnvServerOptions = {}): Promise<En
   const o = { ...ENV_SERVER_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as typeof ENV_SERVER_DEFAULTS & EnvServerOptions;
   const token = options.token ?? null;
   if (token !== null && token.length === 0) throw new Error('An empty --token would accept anyone; give a real token or none');
+  // Without a token, a loopback server answers only loopback-addressed requests that no foreign web page sent.
+  const localOnly = token === null && isLoopbackHost(o.host);
   const log = options.log ?? (() => {});
   const sessions = new SessionManager({
     maxSessions: o.maxSessions,
@@ -237,7 +249,15 @@ export async function startEnvServer(options: EnvServerOptions = {}): Promise<En
         req.resume();
         throw new HttpError(503, 'shutting_down', 'The server is shutting down', { connection: 'close' });
       }
-      const url = new URL(req.url ?? '/', 'http://localhost');
+      let url: URL;
+      try {
+        if (localOnly) checkLocalRequest(req);
+        url = new URL(req.url ?? '/', 'http://localhost');
+      } catch (err) {
+        req.resume();
+        if (err instanceof HttpError) throw err;
+        throw badRequest('bad_request', `Malformed request target ${JSON.stringify((req.url ?? '').slice(0, 100))}`);
+      }
       const route = routes.find((r) => r.pattern.test(url.pathname));
       if (!route) {
         req.resume();
@@ -248,15 +268,19 @@ export async function startEnvServer(options: EnvServerOptions = {}): Promise<En
         req.resume();
         throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname} (allowed: ${Object.keys(route.methods).join(', ')})`, { allow: Object.keys(route.methods).join(', ') });
       }
-      if (token !== null && url.pathname !== '/health') {
-        try {
-          checkBearer(req, token);
-        } catch (err) {
-          req.resume();
-          throw err;
-        }
+      try {
+        if (token !== null && url.pathname !== '/health') checkBearer(req, token);
+      } catch (err) {
+        req.resume();
+        throw err;
       }
-      const params = (route.pattern.exec(url.pathname) ?? []).slice(1).map(decodeURIComponent);
+      let params: string[];
+      try {
+        params = decodePathParams((route.pattern.exec(url.pathname) ?? []).slice(1));
+      } catch (err) {
+        req.resume();
+        throw err;
+      }
       const [status, payload] = await handler(req, params);
       sendJson(res, status, payload);
     } catch (err) {

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Env } from '../gym/env.ts';
 import { UnregisteredEnv } from '../gym/errors.ts';
-import { make, registeredIds } from '../gym/registry/registry.ts';
+import { make, registeredIds, spec } from '../gym/registry/registry.ts';
 import { conflict, HttpError, notFound } from './http-errors.ts';
 import type { KwargsResolver } from './env-kwargs.ts';
 import { SessionLock } from './session-lock.ts';
@@ -68,10 +68,18 @@ export class SessionManager {
         { 'retry-after': '1' },
       );
     }
-    const resolved = this.options.resolveKwargs(envId, kwargs);
+    // The registered id behind the client's (an unversioned id names the latest version), so kwargs are checked
+    // against the env that will actually be made; an unknown id falls through to make's own error.
+    let registeredId = envId;
+    try {
+      registeredId = spec(envId).id;
+    } catch {
+      // reported by make below
+    }
+    const resolved = this.options.resolveKwargs(registeredId, kwargs);
     let env: Env;
     try {
-      env = make(envId, resolved);
+      env = make(registeredId, resolved);
     } catch (err) {
       if (err instanceof UnregisteredEnv) {
         throw notFound('unknown_env', `${(err as Error).message} Registered envs: ${registeredIds().join(', ')}`);

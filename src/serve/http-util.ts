@@ -84,3 +84,72 @@ export function checkBearer(req: IncomingMessage, token: string): void {
     throw new HttpError(401, 'unauthorized', 'The bearer token is wrong', challenge);
   }
 }
+
+/**
+ * Whether a JSON value nests deeper than `limit` (objects and arrays), found with an explicit stack: a body nested
+ * 500,000 deep costs no JS stack, and is refused before anything recursive (validation, the env, JSON replies)
+ * sees it.
+ */
+export function jsonDepthExceeds(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/** The path's `{id}` parts, percent-decoded; a malformed escape (`%ZZ`) is a 400, not a server error. */
+export function decodePathParams(parts: readonly string[]): string[] {
+  return parts.map((p) => {
+    try {
+      return decodeURIComponent(p);
+    } catch {
+      throw new HttpError(400, 'bad_request', `Malformed percent-encoding in the request path: ${JSON.stringify(p.slice(0, 100))}`);
+    }
+  });
+}
+
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/** The host name of a Host header (`name`, `name:port`, `[v6]:port`), or null when it cannot be read. */
+function hostName(header: string): string | null {
+  const m = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::\d{1,5})?$/i.exec(header.trim());
+  return m ? m[1] : null;
+}
+
+/**
+ * For a server on loopback without a token: only requests addressed to a loopback name (Host) and, when a browser
+ * says where it comes from (Origin), from a loopback page. A web page elsewhere cannot then drive the server: its
+ * cross-origin POSTs carry its Origin, and a DNS-rebound name of its own arrives as its Host. Clients that send no
+ * Origin (curl, Python) are unaffected.
+ */
+export function checkLocalRequest(req: IncomingMessage): void {
+  const host = req.headers.host;
+  if (host !== undefined) {
+    const name = hostName(host);
+    if (name === null || !isLoopbackHost(name)) {
+      throw new HttpError(403, 'forbidden_host', `This server has no token and only answers requests addressed to a loopback name (localhost, 127.0.0.1, [::1]); this one was for Host ${JSON.stringify(host.slice(0, 100))}. Connect through a loopback address, or start the server with a token.`);
+    }
+  }
+  const origin = req.headers.origin;
+  if (origin !== undefined) {
+    let ok: boolean;
+    try {
+      const u = new URL(origin);
+      ok = (u.protocol === 'http:' || u.protocol === 'https:') && isLoopbackHost(u.hostname);
+    } catch {
+      ok = false;
+    }
+    if (!ok) {
+      throw new HttpError(403, 'forbidden_origin', `This server has no token and refuses requests from web pages that are not on this machine (Origin ${JSON.stringify(origin.slice(0, 100))}). Start it with a token to allow other clients.`);
+    }
+  }
+}

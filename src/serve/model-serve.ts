@@ -1,12 +1,15 @@
-/** Builds the model server over a checkpoint: the in-process gpt-oss model behind the batching engine. */
+/**
+ * Builds the model server over a checkpoint: the in-process gpt-oss model behind the step-level (continuous)
+ * batching engine, so a short request joins at the next decode step instead of waiting for a running batch to end.
+ */
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { createChatFormat } from '../llm/formats.ts';
 import { loadTokenizer } from '../llm/loadTokenizer.ts';
 import type { Tokenizer } from '../llm/tokenizer.ts';
 import { loadModel } from '../model/checkpoint/model-io.ts';
-import { createModelEngine } from '../rollout/modelEngine.ts';
-import { startModelServer, type ModelServerHandle } from './model-server.ts';
+import { createStepModelEngine } from '../rollout/modelEngine.ts';
+import { MODEL_SERVER_DEFAULTS, RESERVED_SLOTS, startModelServer, type ModelServerHandle } from './model-server.ts';
 
 export interface ServeModelOptions {
   checkpoint: string;
@@ -17,7 +20,10 @@ export interface ServeModelOptions {
   host?: string;
   port?: number;
   token?: string | null;
+  /** Sequences decoding together (default 8). */
   maxBatch?: number;
+  /** Most prompts in one request (default MODEL_SERVER_DEFAULTS.maxPromptsPerRequest). */
+  maxPrompts?: number;
   log?: (line: string) => void;
 }
 
@@ -32,7 +38,9 @@ export async function serveCheckpoint(o: ServeModelOptions): Promise<ModelServer
     }
     if (o.chatFormat && !tokenizer) throw new Error('--chat-format needs a tokenizer (--tokenizer, or a tokenizer.json in the checkpoint folder)');
     const chatFormat = o.chatFormat && tokenizer ? createChatFormat(o.chatFormat, tokenizer) : undefined;
-    const engine = createModelEngine(model, { maxBatchSize: o.maxBatch ?? 8 });
+    const maxBatch = o.maxBatch ?? MODEL_SERVER_DEFAULTS.maxConcurrentPrompts;
+    // The dispatcher keeps maxBatch prompts in the engine plus RESERVED_SLOTS for requests that have none there yet.
+    const engine = createStepModelEngine(model, { maxBatchSize: maxBatch + RESERVED_SLOTS });
     const handle = await startModelServer({
       engine,
       modelName: o.modelName ?? basename(dir),
@@ -42,6 +50,8 @@ export async function serveCheckpoint(o: ServeModelOptions): Promise<ModelServer
       host: o.host,
       port: o.port,
       token: o.token,
+      maxConcurrentPrompts: maxBatch,
+      maxPromptsPerRequest: o.maxPrompts,
       log: o.log,
     });
     return {

@@ -14,6 +14,12 @@
  * are refused with 400 rather than ignored. A chat completion the format cannot parse is returned as plain content
  * with finish_reason "stop" and `longrun.parse_error` describing the problem (nothing is dropped).
  * Errors use OpenAI's shape: `{"error": {"message", "type", "code"}}`.
+ *
+ * Fairness: one request carries at most `maxPromptsPerRequest` prompts (a 400 names the cap), and the prompts of all
+ * requests reach the engine through one round-robin dispatcher (`FairDispatcher`): at most `maxConcurrentPrompts` are
+ * in the engine at once, taken one per request in turn, and a request with nothing in the engine may always start one
+ * more (RESERVED_SLOTS), so a 1-token request starts at the next decode step instead of queueing behind a batch of
+ * thousands. A client that hangs up stops its request's remaining prompts.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -24,7 +30,7 @@ import type { Tokenizer } from '../llm/tokenizer.ts';
 import type { GenerationRequest, GenerationResult, InferenceEngine } from '../rollout/inference.ts';
 import { describeZodError } from './env-protocol.ts';
 import { badRequest, HttpError, notFound } from './http-errors.ts';
-import { checkBearer, readJsonBody, sendJson } from './http-util.ts';
+import { checkBearer, checkLocalRequest, isLoopbackHost, readJsonBody, sendJson } from './http-util.ts';
 import { ChatCompletionBody, CompletionBody } from './model-protocol.ts';
 
 export interface ModelServerOptions {
@@ -41,7 +47,92 @@ export interface ModelServerOptions {
   port?: number;
   token?: string | null;
   maxBodyBytes?: number;
+  /** Most prompts in one /v1/completions request (default 128); more is a 400. */
+  maxPromptsPerRequest?: number;
+  /** Most prompts in the engine at once, over all requests (default 8; match the engine's batch size). */
+  maxConcurrentPrompts?: number;
   log?: (line: string) => void;
+}
+
+export const MODEL_SERVER_DEFAULTS = { maxPromptsPerRequest: 128, maxConcurrentPrompts: 8 } as const;
+/** Slots beyond maxConcurrentPrompts that only a request with nothing in the engine may take. */
+export const RESERVED_SLOTS = 2;
+
+interface Job {
+  requests: readonly GenerationRequest[];
+  next: number;
+  inFlight: number;
+  remaining: number;
+  results: GenerationResult[];
+  done: boolean;
+  resolve: (r: GenerationResult[]) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * Feeds the prompts of concurrent requests to the engine one at a time, round-robin over the requests, so no request
+ * waits for another's whole batch: each free slot goes to the next request in turn.
+ */
+export class FairDispatcher {
+  private readonly ring: Job[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly submit: (request: GenerationRequest) => Promise<GenerationResult>,
+    private readonly slots: number,
+    private readonly reserved = RESERVED_SLOTS,
+  ) {}
+
+  /** Results in request order; `signal` aborts the prompts not yet started (the promise then rejects with its reason). */
+  run(requests: readonly GenerationRequest[], signal?: AbortSignal): Promise<GenerationResult[]> {
+    if (requests.length === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      const job: Job = { requests, next: 0, inFlight: 0, remaining: requests.length, results: [], done: false, resolve, reject };
+      signal?.addEventListener('abort', () => this.finish(job, signal.reason ?? new Error('aborted')), { once: true });
+      if (signal?.aborted) return this.finish(job, signal.reason ?? new Error('aborted'));
+      this.ring.push(job);
+      this.pump();
+    });
+  }
+
+  private finish(job: Job, error?: unknown): void {
+    if (job.done) return;
+    job.done = true;
+    const at = this.ring.indexOf(job);
+    if (at >= 0) this.ring.splice(at, 1);
+    if (error === undefined) job.resolve(job.results);
+    else job.reject(error);
+  }
+
+  private pump(): void {
+    for (let i = 0; i < this.ring.length; ) {
+      const job = this.ring[i];
+      const free = this.inFlight < this.slots || (job.inFlight === 0 && this.inFlight < this.slots + this.reserved);
+      if (!free) {
+        i++;
+        continue;
+      }
+      // Take one prompt of this request, then move it to the back of the ring.
+      const index = job.next++;
+      this.ring.splice(i, 1);
+      if (job.next < job.requests.length) this.ring.push(job);
+      this.inFlight++;
+      job.inFlight++;
+      this.submit(job.requests[index]).then(
+        (r) => {
+          job.results[index] = r;
+          if (--job.remaining === 0) this.finish(job);
+        },
+        (err) => this.finish(job, err),
+      ).finally(() => {
+        this.inFlight--;
+        job.inFlight--;
+        this.pump();
+      });
+      i = 0;
+      if (this.inFlight >= this.slots + this.reserved) return;
+    }
+  }
 }
 
 export interface ModelServerHandle {
@@ -104,6 +195,10 @@ const finishName = (r: GenerationResult) => (r.finishReason === 'stop' ? 'stop' 
 export async function startModelServer(o: ModelServerOptions): Promise<ModelServerHandle> {
   const token = o.token ?? null;
   const maxBody = o.maxBodyBytes ?? 8 << 20;
+  const maxPrompts = o.maxPromptsPerRequest ?? MODEL_SERVER_DEFAULTS.maxPromptsPerRequest;
+  const dispatcher = new FairDispatcher(async (r) => (await o.engine.generate([r]))[0], o.maxConcurrentPrompts ?? MODEL_SERVER_DEFAULTS.maxConcurrentPrompts);
+  // Without a token, a loopback server answers only loopback-addressed requests that no foreign web page sent.
+  const localOnly = token === null && isLoopbackHost(o.host ?? '127.0.0.1');
   const log = o.log ?? (() => {});
   const created = () => Math.floor(Date.now() / 1000);
   let closing = false;
@@ -129,17 +224,18 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     return n;
   }
 
-  async function generate(requests: GenerationRequest[]): Promise<GenerationResult[]> {
+  async function generate(requests: GenerationRequest[], signal: AbortSignal): Promise<GenerationResult[]> {
     try {
-      return await o.engine.generate(requests);
+      return await dispatcher.run(requests, signal);
     } catch (err) {
+      if (err instanceof HttpError) throw err;
       const msg = (err as Error).message;
       if (err instanceof RangeError || /outside the model's vocabulary|must be/.test(msg)) throw badRequest('invalid_request', msg);
       throw new HttpError(500, 'generation_failed', `Generation failed: ${msg}`);
     }
   }
 
-  async function completions(raw: unknown): Promise<unknown> {
+  async function completions(raw: unknown, signal: AbortSignal): Promise<unknown> {
     const parsed = CompletionBody.safeParse(raw ?? {});
     if (!parsed.success) throw badRequest('invalid_body', `Invalid /v1/completions body: ${describeZodError(parsed.error)}`);
     const b = parsed.data;
@@ -147,6 +243,9 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     checkStops(b.stop);
     // One prompt (ids or text) or a batch of them.
     const prompts: (number[] | string)[] = typeof b.prompt === 'string' ? [b.prompt] : typeof b.prompt[0] === 'number' ? [b.prompt as number[]] : (b.prompt as (number[] | string)[]);
+    if (prompts.length > maxPrompts) {
+      throw badRequest('too_many_prompts', `This request has ${prompts.length} prompts; the server takes at most ${maxPrompts} per request (--max-prompts). Send the rest in further requests.`);
+    }
     const tokenized = prompts.map((p) => {
       if (typeof p !== 'string') return p;
       if (!o.tokenizer) throw badRequest('tokenizer_required', 'Text prompts need the server to have a tokenizer (--tokenizer); send token ids instead');
@@ -154,7 +253,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     });
     const stop = b.stop_token_ids ?? [...(o.tokenizer?.eosIds ?? [])];
     const requests = tokenized.map((p) => ({ tokens: p, maxNewTokens: budget(p.length, b.max_tokens, 16), stop, ...sampling(b) }));
-    const results = await generate(requests);
+    const results = await generate(requests, signal);
     const wantLogprobs = b.logprobs !== null && b.logprobs !== undefined;
     return {
       id: `cmpl-${randomBytes(12).toString('hex')}`,
@@ -179,7 +278,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
   }
 
   let callCounter = 0;
-  async function chatCompletions(raw: unknown): Promise<unknown> {
+  async function chatCompletions(raw: unknown, signal: AbortSignal): Promise<unknown> {
     const format = o.chatFormat;
     if (!format) throw notFound('chat_not_available', 'This server has no chat format (start it with --chat-format); use /v1/completions with token ids');
     const parsed = ChatCompletionBody.safeParse(raw ?? {});
@@ -195,7 +294,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
       if (err instanceof HttpError) throw err;
       throw badRequest('invalid_messages', `The conversation cannot be rendered in ${format.name}: ${(err as Error).message}`);
     }
-    const [r] = await generate([{ tokens: prompt, maxNewTokens: budget(prompt.length, b.max_completion_tokens ?? b.max_tokens, Number.MAX_SAFE_INTEGER), stop: [...format.stopTokenIds], ...sampling(b) }]);
+    const [r] = await generate([{ tokens: prompt, maxNewTokens: budget(prompt.length, b.max_completion_tokens ?? b.max_tokens, Number.MAX_SAFE_INTEGER), stop: [...format.stopTokenIds], ...sampling(b) }], signal);
     const parse = format.parseCompletion(r!.tokens, tools.length ? tools.map((t) => t.function.name) : undefined);
     const content = parse.ok ? parse : parse.partial;
     const toolCalls = (parse.ok ? parse.toolCalls : undefined) ?? [];
@@ -226,11 +325,11 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     };
   }
 
-  const routes: Record<string, Record<string, (req: IncomingMessage) => Promise<unknown>>> = {
+  const routes: Record<string, Record<string, (req: IncomingMessage, signal: AbortSignal) => Promise<unknown>>> = {
     '/health': { GET: async () => ({ status: 'ok', model: o.modelName }) },
     '/v1/models': { GET: async () => ({ object: 'list', data: [{ id: o.modelName, object: 'model', created: 0, owned_by: 'longrun', max_model_len: o.contextLength }] }) },
-    '/v1/completions': { POST: async (req) => completions(await readJsonBody(req, maxBody)) },
-    '/v1/chat/completions': { POST: async (req) => chatCompletions(await readJsonBody(req, maxBody)) },
+    '/v1/completions': { POST: async (req, signal) => completions(await readJsonBody(req, maxBody), signal) },
+    '/v1/chat/completions': { POST: async (req, signal) => chatCompletions(await readJsonBody(req, maxBody), signal) },
   };
 
   const server = createServer((req, res) => {
@@ -238,13 +337,24 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
     void (async () => {
       try {
         if (closing) throw new HttpError(503, 'shutting_down', 'The server is shutting down');
-        const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+        if (localOnly) checkLocalRequest(req);
+        let path: string;
+        try {
+          path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+        } catch {
+          throw badRequest('bad_request', 'Malformed request target');
+        }
         const route = routes[path];
         if (!route) throw notFound('not_found', `No route ${req.method} ${path} (routes: ${Object.keys(routes).join(', ')})`);
         const handler = route[req.method ?? ''];
         if (!handler) throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${path}`, { allow: Object.keys(route).join(', ') });
         if (token !== null && path !== '/health') checkBearer(req, token);
-        sendJson(res, 200, await handler(req));
+        // A client that hangs up before its reply stops the prompts of its request that have not started.
+        const gone = new AbortController();
+        res.on('close', () => {
+          if (!res.writableFinished) gone.abort(new HttpError(499, 'client_gone', 'The client closed the connection'));
+        });
+        sendJson(res, 200, await handler(req, gone.signal));
       } catch (err) {
         req.resume();
         if (err instanceof HttpError) {

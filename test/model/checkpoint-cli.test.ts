@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { REPO_ROOT } from '../helpers/paths.ts';
@@ -84,5 +84,23 @@ describe('longrun model CLI', () => {
     assert.throws(() => parseTokenList('1,x'), /'x' is not a non-negative integer/);
     assert.throws(() => parseTokenList(''), /at least one token/);
     assert.deepEqual(parseTokenList(' 1, 2 ,3'), [1, 2, 3]);
+  });
+
+  it('export --format gguf refuses a truncate: false checkpoint unless --allow-yarn-truncate, then warns', () => {
+    const untruncated = join(tmp.dir, 'untruncated');
+    exportCommand(ckpt, { format: 'safetensors', out: untruncated });
+    const cfgPath = join(untruncated, 'config.json');
+    const cfg = JSON.parse(readFileSync(cfgPath, 'utf8'));
+    cfg.rope_scaling.truncate = false;
+    writeFileSync(cfgPath, JSON.stringify(cfg));
+    const out = join(tmp.dir, 'untruncated.gguf');
+    const refused = spawnSync(process.execPath, [BIN, 'model', 'export', untruncated, '--format', 'gguf', '--out', out], { encoding: 'utf8' });
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, /truncate: false.*--allow-yarn-truncate/s);
+    assert.equal(existsSync(out), false);
+    const allowed = spawnSync(process.execPath, [BIN, 'model', 'export', untruncated, '--format', 'gguf', '--out', out, '--allow-yarn-truncate'], { encoding: 'utf8' });
+    assert.equal(allowed.status, 0, allowed.stderr);
+    assert.match(allowed.stderr, /^warning: rope_scaling.truncate is false: llama.cpp always rounds/m);
+    assert.ok(existsSync(out));
   });
 });

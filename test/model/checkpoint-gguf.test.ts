@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -8,9 +7,10 @@ import { BpeTokenizer } from '../../src/llm/bpe.ts';
 import { presetConfig, type GptOssConfig } from '../../src/model/config.ts';
 import { paramShapes } from '../../src/model/params.ts';
 import {
-  byteToUnicode, CheckpointError, exportGguf, f16BitsToF32, f32ToF16Bits, ggufGet, readGguf, readGgufTensor, writeGguf,
-  type GgufValue, type NamedTensor,
+  byteToUnicode, CheckpointError, choosePretokenizer, exportGguf, f16BitsToF32, f32ToF16Bits, ggufGet, LLAMA_CPP_PRETOKENIZER_PATTERNS,
+  readGguf, readGgufTensor, writeGguf, type GgufValue, type NamedTensor,
 } from '../../src/model/checkpoint/index.ts';
+import { assertPython, runPython, skipWithoutPython } from '../helpers/python.ts';
 import { randomF32, tempDir } from './checkpoint-helpers.ts';
 
 const tmp = tempDir('gguf');
@@ -103,7 +103,7 @@ describe('GGUF format', () => {
 
 describe('GGUF export of gpt-oss', () => {
   const corpus = ['the quick brown fox jumps over the lazy dog. ', 'hello world, hello tokens! 123 4567 ', 'über café naïve — ok'].join('\n').repeat(20);
-  const tokenizer = BpeTokenizer.train(corpus, { vocabSize: 300 });
+  const tokenizer = BpeTokenizer.train(corpus, { vocabSize: 300, pattern: LLAMA_CPP_PRETOKENIZER_PATTERNS['gpt-2'] });
   const config = presetConfig('tiny-1m', { vocab_size: tokenizer.vocabSize });
   const params = randomParams(config, 10);
   const path = join(tmp.dir, 'model.gguf');
@@ -181,6 +181,7 @@ describe('GGUF export of gpt-oss', () => {
     const types = ggufGet(file, 'tokenizer.ggml.token_type') as number[];
     const merges = ggufGet(file, 'tokenizer.ggml.merges') as string[];
     assert.equal(ggufGet(file, 'tokenizer.ggml.model'), 'gpt2');
+    assert.equal(ggufGet(file, 'tokenizer.ggml.pre'), 'gpt-2');
     assert.equal(tokens.length, V);
     assert.equal(tokens[0x20], 'Ġ');
     assert.equal(tokens[0x41], 'A');
@@ -244,21 +245,54 @@ describe('GGUF export of gpt-oss', () => {
     assert.deepEqual(readGgufTensor(f, 'blk.0.ffn_down_exps.bias'), dp.get('model.layers.0.mlp.down_proj_bias')!.data);
   });
 
+  it('names the llama.cpp pre-tokenizer from the tokenizer pattern, and refuses a pattern llama.cpp does not reproduce', () => {
+    assert.deepEqual(choosePretokenizer(LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder), { pre: 'starcoder' });
+    const ours = BpeTokenizer.train(corpus, { vocabSize: 300 }); // the default pattern: digits grouped by three
+    const x = join(tmp.dir, 'x.gguf');
+    assert.throws(() => exportGguf(x, config, params, { tokenizer: ours.model }), (e: unknown) =>
+      e instanceof CheckpointError && /nearest pre-tokenizer, 'gpt-2'/.test(e.message) && /digit runs longer than three/.test(e.message) && /--gguf-pre gpt-2/.test(e.message));
+    const forced = exportGguf(x, config, params, { tokenizer: ours.model, tokenizerOptions: { pre: 'gpt-2' } });
+    assert.equal(ggufGet(readGguf(x), 'tokenizer.ggml.pre'), 'gpt-2');
+    assert.equal(forced.warnings.length, 1);
+    assert.match(forced.warnings[0], /does not split text exactly like this tokenizer: it keeps digit runs/);
+    assert.deepEqual(exportGguf(x, config, params, { tokenizer: tokenizer.model }).warnings, []);
+    assert.throws(() => exportGguf(x, config, params, { tokenizer: tokenizer.model, tokenizerOptions: { pre: 'gpt 2; rm' } }), /must be a llama.cpp pre-tokenizer name/);
+  });
+
+  it('refuses what llama.cpp would run as another model: rope_scaling.truncate false (unless allowed), another SwiGLU limit', () => {
+    const x = join(tmp.dir, 'x.gguf');
+    const untruncated = presetConfig('tiny-1m', { vocab_size: tokenizer.vocabSize, rope_scaling: { ...config.rope_scaling!, truncate: false } });
+    assert.throws(() => exportGguf(x, untruncated, params), (e: unknown) => e instanceof CheckpointError && /truncate: false/.test(e.message) && /--allow-yarn-truncate/.test(e.message) && /drift/.test(e.message));
+    const written = exportGguf(x, untruncated, params, { allowYarnTruncate: true });
+    assert.equal(written.warnings.length, 1);
+    assert.match(written.warnings[0], /rope_scaling.truncate is false: llama.cpp always rounds/);
+    assert.throws(() => exportGguf(x, presetConfig('tiny-1m', { vocab_size: tokenizer.vocabSize, swiglu_limit: 5 }), params), /swiglu_limit is 5/);
+    assert.throws(() => exportGguf(x, presetConfig('gpt-oss-20b'), new Map()), /truncate: false/);
+  });
+
+  it('writes zero attention biases for a config without them (llama.cpp requires the tensors)', () => {
+    const nb = presetConfig('tiny-1m', { vocab_size: 40, attention_bias: false });
+    const p = join(tmp.dir, 'nobias.gguf');
+    exportGguf(p, nb, randomParams(nb, 30));
+    const f = readGguf(p);
+    assert.deepEqual(f.tensors.find((t) => t.name === 'blk.1.attn_output.bias')!.ne, [96]);
+    assert.ok(readGgufTensor(f, 'blk.1.attn_k.bias').every((v) => v === 0));
+    assert.equal(readGgufTensor(f, 'blk.1.attn_k.bias').length, 2 * 24);
+  });
+
   it('refuses a tokenizer whose vocabulary size differs from the model', () => {
     const other = presetConfig('tiny-1m', { vocab_size: tokenizer.vocabSize + 1 });
     assert.throws(() => exportGguf(join(tmp.dir, 'x.gguf'), other, randomParams(other, 1), { tokenizer: tokenizer.model }), /must match/);
   });
 
-  const python = spawnSync('python3', ['-c', 'import gguf'], { encoding: 'utf8' });
-  it('is read by llama.cpp\'s own gguf-py reader when it is installed', { skip: python.status !== 0 ? 'python3 with the gguf package is not installed' : false }, () => {
+  it('is read by llama.cpp\'s own gguf-py reader', { skip: skipWithoutPython(['gguf']) }, () => {
+    assertPython(['gguf']);
     const script = [
       'import sys, json', 'from gguf import GGUFReader', 'r = GGUFReader(sys.argv[1])',
       'print(json.dumps({"arch": bytes(r.fields["general.architecture"].parts[-1]).decode(), "alignment": r.alignment, "data_offset": r.data_offset,',
       ' "tensors": [[t.name, [int(x) for x in t.shape], int(t.tensor_type), int(t.data_offset)] for t in r.tensors]}))',
     ].join('\n');
-    const out = spawnSync('python3', ['-c', script, path], { encoding: 'utf8' });
-    assert.equal(out.status, 0, out.stderr);
-    const py = JSON.parse(out.stdout) as { arch: string; alignment: number; data_offset: number; tensors: [string, number[], number, number][] };
+    const py = JSON.parse(runPython(script, path)) as { arch: string; alignment: number; data_offset: number; tensors: [string, number[], number, number][] };
     assert.equal(py.arch, 'gpt-oss');
     assert.equal(py.data_offset, file.dataStart);
     assert.deepEqual(py.tensors.map((t) => [t[0], t[1], t[2], t[3] - file.dataStart]), file.tensors.map((t) => [t.name, t.ne, t.typeId, t.offset]));

@@ -1,29 +1,25 @@
 /**
- * Cross-checks against Python's reference libraries when they are installed (`pip install safetensors numpy gguf`):
- * the `safetensors` package reads what we write and we read what it writes; gguf-py's tensor table for the gpt-oss
- * architecture lists every tensor name we export. Skipped (with the reason) where Python lacks them.
+ * Cross-checks against Python's reference libraries (`.ci/requirements-interop.txt`; CI installs them into a venv and
+ * sets LONGRUN_PYTHON): the `safetensors` package reads what we write and we read what it writes; gguf-py's tensor
+ * table for the gpt-oss architecture lists every tensor name we export. Without LONGRUN_PYTHON they are skipped
+ * (with the reason) where python3 lacks the packages; with it, a missing package fails.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { presetConfig } from '../../src/model/config.ts';
 import { paramShapes } from '../../src/model/params.ts';
 import { exportGguf, readGguf, readSafetensors, writeSafetensors, type NamedTensor } from '../../src/model/checkpoint/index.ts';
+import { assertPython, runPython as python, skipWithoutPython } from '../helpers/python.ts';
 import { randomF32, tempDir } from './checkpoint-helpers.ts';
 
 const tmp = tempDir('python-check');
 after(tmp.cleanup);
 
-const has = (module: string): boolean => spawnSync('python3', ['-c', `import ${module}`]).status === 0;
-const python = (script: string, ...args: string[]): string => {
-  const out = spawnSync('python3', ['-c', script, ...args], { encoding: 'utf8' });
-  assert.equal(out.status, 0, out.stderr);
-  return out.stdout;
-};
 
 describe('Python reference libraries', () => {
-  it('safetensors (Python) reads our files and we read its files', { skip: has('safetensors.numpy') ? false : 'python3 safetensors/numpy not installed' }, () => {
+  it('safetensors (Python) reads our files and we read its files', { skip: skipWithoutPython(['numpy', 'safetensors.numpy']) }, () => {
+    assertPython(['numpy', 'safetensors.numpy']);
     const ours = join(tmp.dir, 'ours.safetensors');
     const tensors = new Map<string, NamedTensor>([
       ['f32', { dtype: 'F32', shape: [2, 3], data: randomF32(6, 1) }],
@@ -58,7 +54,8 @@ describe('Python reference libraries', () => {
     assert.deepEqual(back.tensors.get('z')!.shape, [0]);
   });
 
-  it('every exported GGUF tensor is one gguf-py lists for the gpt-oss architecture', { skip: has('gguf') ? false : 'python3 gguf not installed' }, () => {
+  it('every exported GGUF tensor is one gguf-py lists for the gpt-oss architecture', { skip: skipWithoutPython(['gguf']) }, () => {
+    assertPython(['gguf']);
     const config = presetConfig('tiny-1m', { vocab_size: 32 });
     const params = new Map([...paramShapes(config)].map(([n, s]) => [n, { dtype: 'F32' as const, shape: s, data: randomF32(s.reduce((a, b) => a * b, 1), 3) }]));
     const path = join(tmp.dir, 'names.gguf');

@@ -39,23 +39,31 @@ export interface ExportCommandOptions {
   /** A longrun BPE tokenizer JSON file whose vocabulary goes into the GGUF file. */
   tokenizer?: string;
   name?: string;
+  /** gguf: force `tokenizer.ggml.pre` (see GgufTokenizerOptions.pre). */
+  ggufPre?: string;
+  /** gguf: write a `rope_scaling.truncate: false` config that llama.cpp will run with truncated YaRN dims. */
+  allowYarnTruncate?: boolean;
 }
 
 /** Re-encodes a checkpoint: to GGUF (a file) or to an HF safetensors checkpoint directory (other dtype / MXFP4). */
-export function exportCommand(dir: string, o: ExportCommandOptions): { out: string; bytes: number } {
+export function exportCommand(dir: string, o: ExportCommandOptions): { out: string; bytes: number; warnings: string[] } {
   const loaded = loadCheckpoint(dir);
   if (o.format === 'gguf') {
     if (o.dtype === 'BF16') throw new CheckpointError('BAD_ARGUMENT', 'GGUF export writes F32 or F16 matrices; --dtype bf16 is for safetensors');
     if (o.mxfp4) throw new CheckpointError('BAD_ARGUMENT', '--mxfp4 applies to safetensors export only');
+    if (o.ggufPre !== undefined && o.tokenizer === undefined) throw new CheckpointError('BAD_ARGUMENT', '--gguf-pre names the pre-tokenizer of the embedded vocabulary; give --tokenizer too');
     const tokenizer = o.tokenizer === undefined ? undefined : loadBpeModel(o.tokenizer);
-    exportGguf(o.out, loaded.config, loaded.params, { type: o.dtype ?? 'F32', tokenizer, name: o.name });
-    return { out: o.out, bytes: statSync(o.out).size };
+    const { warnings } = exportGguf(o.out, loaded.config, loaded.params, {
+      type: o.dtype ?? 'F32', tokenizer, name: o.name, tokenizerOptions: { pre: o.ggufPre }, allowYarnTruncate: o.allowYarnTruncate,
+    });
+    return { out: o.out, bytes: statSync(o.out).size, warnings };
   }
+  if (o.ggufPre !== undefined || o.allowYarnTruncate) throw new CheckpointError('BAD_ARGUMENT', '--gguf-pre and --allow-yarn-truncate apply to GGUF export only');
   if (o.format !== 'safetensors') throw new CheckpointError('BAD_ARGUMENT', `unknown export format '${String(o.format)}' (use gguf or safetensors)`);
   if (o.tokenizer !== undefined) throw new CheckpointError('BAD_ARGUMENT', '--tokenizer applies to GGUF export only');
   if (existsSync(o.out) && !statSync(o.out).isDirectory()) throw new CheckpointError('BAD_ARGUMENT', `${o.out} exists and is not a directory; safetensors export writes a checkpoint directory`);
   const { files } = saveCheckpoint(o.out, loaded.config, loaded.params, { dtype: o.dtype, mxfp4Experts: o.mxfp4 });
-  return { out: o.out, bytes: files.reduce((n, f) => n + statSync(`${o.out}/${f}`).size, 0) };
+  return { out: o.out, bytes: files.reduce((n, f) => n + statSync(`${o.out}/${f}`).size, 0), warnings: [] };
 }
 
 /** Parses "1,2,3" into token ids. */

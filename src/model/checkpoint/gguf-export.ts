@@ -12,7 +12,12 @@
  *   mlp.experts.gate_up_proj_bias [E, 2I]            → even/odd columns → ffn_gate_exps.bias / ffn_up_exps.bias [E, I]
  *   mlp.experts.down_proj [E, I, C]                  → transposed [E, C, I] → blk.N.ffn_down_exps.weight
  *   mlp.experts.down_proj_bias [E, C]                → blk.N.ffn_down_exps.bias
- * The dense variant is written as one expert with a zero router (top-1 of one expert has weight 1: the same model).
+ * The dense variant is written as one expert with a zero router (top-1 of one expert has weight 1: the same model);
+ * a config without attention biases gets zero biases (llama.cpp's loader requires them).
+ *
+ * What GGUF cannot say: llama.cpp always rounds YaRN's correction range to whole dimensions (HF's
+ * `rope_scaling.truncate: true`) and hard-codes the SwiGLU clamp at 7. A config that differs would run in llama.cpp as
+ * another model, so it is refused unless `allowYarnTruncate` accepts the rounded RoPE (then with a warning).
  */
 import type { GptOssConfig } from '../config.ts';
 import { paramShapes } from '../params.ts';
@@ -35,10 +40,35 @@ export interface GgufExportOptions {
   tokenizer?: BpeModel;
   tokenizerOptions?: GgufTokenizerOptions;
   alignment?: number;
+  /**
+   * Write a config with `rope_scaling.truncate: false` anyway. llama.cpp rounds the YaRN correction range, so it then
+   * runs a slightly different model: its log-probs drift from this checkpoint's as the position grows.
+   */
+  allowYarnTruncate?: boolean;
 }
 
-/** The `gpt-oss.*` hyperparameter keys llama.cpp reads, plus `general.*`. */
-export function ggufModelMetadata(config: GptOssConfig, options: Pick<GgufExportOptions, 'type' | 'name'> = {}): Map<string, GgufValue> {
+/** What a GGUF file written for this config would run differently in llama.cpp; refused unless allowed. */
+function checkExpressible(config: GptOssConfig, options: Pick<GgufExportOptions, 'allowYarnTruncate'>, warnings: string[]): void {
+  if (config.swiglu_limit !== 7) {
+    throw new CheckpointError('BAD_ARGUMENT', `swiglu_limit is ${config.swiglu_limit}, but llama.cpp's gpt-oss clamps SwiGLU at 7 and GGUF has no key for another limit; the file would run a different model`);
+  }
+  const y = config.rope_scaling;
+  if (y && !y.truncate) {
+    const consequence = 'llama.cpp always rounds the YaRN correction range to whole dimensions (truncate: true) and GGUF has no key for truncate: false, '
+      + 'so llama.cpp would run a slightly different model whose log-probs drift further from this checkpoint\'s as the position grows';
+    if (!options.allowYarnTruncate) {
+      throw new CheckpointError('BAD_ARGUMENT', `this config says rope_scaling.truncate: false, but ${consequence}. Pass --allow-yarn-truncate (allowYarnTruncate) to write it anyway, or use a model trained with truncate: true (the tiny presets are)`);
+    }
+    warnings.push(`rope_scaling.truncate is false: ${consequence}`);
+  }
+}
+
+/**
+ * The `gpt-oss.*` hyperparameter keys llama.cpp reads, plus `general.*`. Throws for what llama.cpp would run
+ * differently (see the file comment); what was accepted anyway is pushed onto `warnings`.
+ */
+export function ggufModelMetadata(config: GptOssConfig, options: Pick<GgufExportOptions, 'type' | 'name' | 'allowYarnTruncate'> = {}, warnings: string[] = []): Map<string, GgufValue> {
+  checkExpressible(config, options, warnings);
   const a = GGUF_ARCH;
   const u32 = (value: number): GgufValue => ({ type: 'u32', value });
   const f32 = (value: number): GgufValue => ({ type: 'f32', value });
@@ -110,7 +140,9 @@ export function ggufTensors(config: GptOssConfig, params: ReadonlyMap<string, Pa
     vector(`${b}.attn_norm.weight`, [C], () => f32(`${p}.input_layernorm.weight`));
     for (const [hf, gg] of [['q_proj', 'attn_q'], ['k_proj', 'attn_k'], ['v_proj', 'attn_v'], ['o_proj', 'attn_output']] as const) {
       matrix(`${b}.${gg}.weight`, shapeOf(`${p}.self_attn.${hf}.weight`), () => f32(`${p}.self_attn.${hf}.weight`));
-      if (config.attention_bias) vector(`${b}.${gg}.bias`, shapeOf(`${p}.self_attn.${hf}.bias`), () => f32(`${p}.self_attn.${hf}.bias`));
+      const out = shapeOf(`${p}.self_attn.${hf}.weight`)[0];
+      if (config.attention_bias) vector(`${b}.${gg}.bias`, [out], () => f32(`${p}.self_attn.${hf}.bias`));
+      else vector(`${b}.${gg}.bias`, [out], () => new Float32Array(out));
     }
     vector(`${b}.attn_sinks.weight`, [config.num_attention_heads], () => f32(`${p}.self_attn.sinks`));
     vector(`${b}.post_attention_norm.weight`, [C], () => f32(`${p}.post_attention_layernorm.weight`));
@@ -145,11 +177,15 @@ function evenOddRows(rows: Float32Array, E: number, I: number, C: number, parity
   return out;
 }
 
-/** Writes a GGUF file llama.cpp's gpt-oss loader can read (given a tokenizer; without one the vocab is absent). */
-export function exportGguf(path: string, config: GptOssConfig, params: ReadonlyMap<string, ParamLike>, options: GgufExportOptions = {}): GgufLayout {
-  const metadata = ggufModelMetadata(config, options);
+/**
+ * Writes a GGUF file llama.cpp's gpt-oss loader can read (given a tokenizer; without one the vocab is absent).
+ * `warnings` lists what llama.cpp will do differently from this checkpoint (only where an option accepted it).
+ */
+export function exportGguf(path: string, config: GptOssConfig, params: ReadonlyMap<string, ParamLike>, options: GgufExportOptions = {}): GgufLayout & { warnings: string[] } {
+  const warnings: string[] = [];
+  const metadata = ggufModelMetadata(config, options, warnings);
   if (options.tokenizer) {
-    for (const [k, v] of bpeTokenizerMetadata(options.tokenizer, config.vocab_size, options.tokenizerOptions)) metadata.set(k, v);
+    for (const [k, v] of bpeTokenizerMetadata(options.tokenizer, config.vocab_size, options.tokenizerOptions, warnings)) metadata.set(k, v);
   }
-  return writeGguf(path, metadata, ggufTensors(config, params, options.type ?? 'F32'), options.alignment);
+  return { ...writeGguf(path, metadata, ggufTensors(config, params, options.type ?? 'F32'), options.alignment), warnings };
 }

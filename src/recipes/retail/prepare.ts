@@ -28,6 +28,7 @@ import type { SynthTask } from '../../domains/retail/synth/task-gen.ts';
 import { DEFAULT_WORLD_SIZES } from '../../domains/retail/synth/world.ts';
 import type { ToolSpec } from '../../llm/index.ts';
 import { SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../../llm/pretokenize.ts';
+import { LLAMA_CPP_PRETOKENIZER_PATTERNS } from '../../model/checkpoint/gguf-tokenizer.ts';
 import { DONE_TOOL_SCHEMA } from '../../tooluse/env.ts';
 import { agentSystemPrompt } from '../../tooluse/openai.ts';
 import { readTrajectoriesJsonl, trainSftTokenizer } from '../../rl/sftData.ts';
@@ -71,8 +72,12 @@ export const PrepareSchema = z.object({
   tokenizer: z.object({
     vocabSize: int(260),
     format: z.enum(['harmony', 'hermes']).default('harmony'),
-    /** `groups` (default): runs of up to three digits, GPT-style; `single`: one token per digit. */
-    digits: z.enum(['groups', 'single']).optional(),
+    /**
+     * `groups` (default): runs of up to three digits, GPT-style; `single`: one token per digit; `single-llama`: one
+     * token per digit with llama.cpp's `starcoder` splitting, so a GGUF export tokenizes exactly as longrun does
+     * (`single` differs from it only on uppercase contractions, combining marks and whitespace runs before a digit).
+     */
+    digits: z.enum(['groups', 'single', 'single-llama']).optional(),
   }).strict(),
   /** Tool schemas in the prompts the tokenizer is trained on (the run's `taskOptions.tools`; set by `longrun train`). */
   tools: z.enum(['full', 'compact']).default('full'),
@@ -203,6 +208,7 @@ export async function prepareRetailData(raw: unknown, options: { tools?: ToolSch
   const tokenizer = trainSftTokenizer(records, {
     vocabSize: spec.tokenizer.vocabSize, format: spec.tokenizer.format, ...conversationDefaults(train, spec.tools),
     ...(spec.tokenizer.digits === 'single' ? { pattern: SINGLE_DIGIT_PRETOKENIZE_PATTERN } : {}),
+    ...(spec.tokenizer.digits === 'single-llama' ? { pattern: LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder } : {}),
   });
   tokenizer.save(paths.tokenizer);
   log.push(`prepare: BPE tokenizer with ${tokenizer.vocabSize} tokens → ${paths.tokenizer}`);

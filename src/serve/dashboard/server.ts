@@ -8,13 +8,15 @@
  *   GET /api/trajectory?file=F&index=I  the episode's JSON line
  *
  * `file` must be one of the names /api/run lists (anything else is a 404), so no path ever comes from the client.
- * Files are re-read on every request: a run that is still writing shows its latest lines on reload.
+ * Files are re-read on every request: a run that is still writing shows its latest lines on reload. On loopback
+ * (the default) it answers only requests addressed to a loopback name and not sent by a foreign web page (403), so
+ * another site cannot read a run through DNS rebinding.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { badRequest, HttpError, notFound } from '../http-errors.ts';
-import { sendError, sendJson } from '../http-util.ts';
+import { checkLocalRequest, isLoopbackHost, sendError, sendJson } from '../http-util.ts';
 import { DASHBOARD_HTML } from './page.ts';
 import { listRunFiles, metricSeries, readJsonl, summarizeTrajectory } from './run-files.ts';
 
@@ -39,11 +41,18 @@ export async function startDashboard(o: DashboardOptions): Promise<DashboardHand
     if (!listRunFiles(dir)[kind].includes(name)) throw notFound('unknown_file', `No ${kind} file named ${JSON.stringify(name)} in the run folder`);
     return join(dir, name);
   };
+  const localOnly = isLoopbackHost(o.host ?? '127.0.0.1');
   const server = createServer((req, res) => {
     res.on('error', () => {});
     try {
+      if (localOnly) checkLocalRequest(req);
       if (req.method !== 'GET') throw new HttpError(405, 'method_not_allowed', 'The dashboard is read-only (GET only)', { allow: 'GET' });
-      const url = new URL(req.url ?? '/', 'http://localhost');
+      let url: URL;
+      try {
+        url = new URL(req.url ?? '/', 'http://localhost');
+      } catch {
+        throw badRequest('bad_request', 'Malformed request target');
+      }
       switch (url.pathname) {
         case '/':
         case '/index.html':

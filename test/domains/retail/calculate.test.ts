@@ -142,3 +142,55 @@ test('float powers are correctly rounded (V8 Math.pow is not)', () => {
   assert.equal(nearestPow(2, 0.5), Math.SQRT2);
   assert.equal(nearestPow(10, 400), Infinity);
 });
+
+/** CPython 3.11.7's limits, as `eval` reports them when a module-level function calls it (see calculate.ts). */
+test("calculate: Python 3.11's nesting limits, without overflowing the JS stack", () => {
+  const r = (s: string, n: number) => s.repeat(n);
+  const ok: [string, string][] = [
+    [r('(', 200) + '1' + r(')', 200), '1.0'],
+    [r('-', 2993) + '1', '-1.0'],
+    ['1' + r('+1', 2993), '2994.0'],
+    [r('1**', 2987) + '1', '1.0'],
+    [r('(', 150) + r('-', 1775) + '1' + r(')', 150), '-1.0'],
+  ];
+  for (const [e, want] of ok) assert.equal(pythonCalculate(e), want, `${e.slice(0, 20)}… (${e.length} chars)`);
+  const err: [string, string, string][] = [
+    [r('(', 201) + '1' + r(')', 201), 'SyntaxError', 'too many nested parentheses (<string>, line 1)'],
+    [r('(', 5000) + '1' + r(')', 5000), 'SyntaxError', 'too many nested parentheses (<string>, line 1)'],
+    ['1 1' + r('(', 201), 'SyntaxError', 'too many nested parentheses (<string>, line 1)'],
+    ['1)' + r('(', 201), 'SyntaxError', "unmatched ')' (<string>, line 1)"],
+    ['(*1))', 'SyntaxError', "unmatched ')' (<string>, line 1)"],
+    [r('-', 5000) + '1', 'RecursionError', 'maximum recursion depth exceeded during compilation'],
+    ['1' + r('+1', 2994), 'RecursionError', 'maximum recursion depth exceeded during compilation'],
+    ['1' + r('+1', 9999), 'RecursionError', 'maximum recursion depth exceeded during compilation'],
+    [r('1+', 500_000) + '1', 'RecursionError', 'maximum recursion depth exceeded during compilation'],
+    [r('1(', 100) + r('-', 2894) + '1' + r(')', 100), 'RecursionError', 'maximum recursion depth exceeded during compilation'],
+    [r('-', 5976) + '1', 'MemoryError', ''],
+    [r('-', 100_000) + '1', 'MemoryError', ''],
+    [r('1**', 2988) + '1', 'MemoryError', ''],
+    [r('(', 200) + r('-', 376) + '1' + r(')', 200), 'MemoryError', ''],
+    [r('(', 150) + r('-', 1776) + '1' + r(')', 150), 'MemoryError', ''],
+    [r('-', 5973) + '1 1', 'MemoryError', ''],
+    [r('-', 5980) + ')', 'SyntaxError', "unmatched ')' (<string>, line 1)"],
+    [r('-', 6000) + ')', 'MemoryError', ''],
+    [r('-', 5947) + '(1', 'SyntaxError', "'(' was never closed (<string>, line 1)"],
+    ['(10**4300)(*1)', 'ValueError', 'Exceeds the limit (4300 digits) for integer string conversion; use sys.set_int_max_str_digits() to increase the limit'],
+  ];
+  for (const [e, type, want] of err) {
+    assert.throws(() => pythonCalculate(e), (x: unknown) => x instanceof PyError && x.pyType === type && x.message === want,
+      `${e.slice(0, 20)}… (${e.length} chars) should raise ${type}: ${want}`);
+  }
+  assert.match(String((() => { try { return pythonCalculate('(10**4299)(*1)'); } catch (x) { return (x as Error).message; } })()), /^1000+ argument after \* must be an iterable, not int$/);
+});
+
+test('calculate: the size guard counts 3**3999999 right and one expression has a bounded amount of integer work', () => {
+  // 3**3999999 has 6.3 M bits (the old guard, (bitLength(3) − 1) · 3999999, said 4 M and let it through).
+  assert.throws(() => pythonCalculate('3**3999999'), /integer result too large to compute \(over 4000000 bits\)/);
+  assert.equal(pythonCalculate('3**200000 // 3**199998'), '9.0');
+  // Each power alone is allowed; thirty of them are not (the attack that once held the event loop for 10 s).
+  const t0 = Date.now();
+  for (const e of [Array(30).fill('3**3999999-3**3999999').join('+'), Array(30).fill('3**2000000-3**2000000').join('+'), Array(30).fill('7**900000//7**899999').join('+')]) {
+    assert.throws(() => pythonCalculate(e), (x: unknown) => x instanceof PyError && x.pyType === 'OverflowError', e.slice(0, 30));
+  }
+  assert.ok(Date.now() - t0 < 2000, `took ${Date.now() - t0} ms`);
+});
