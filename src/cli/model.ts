@@ -57,6 +57,29 @@ export function register(program: Command): void {
     });
 
   model
+    .command('probe')
+    .description("play the small seeded probe of a model folder's card (card.json: probe) and compare the rewards with the card's, episode for episode")
+    .argument('<dir>', 'a model folder with card.json and longrun.json, e.g. models/retail-pretrain')
+    .option('--write', "store the probe's result in card.json instead of comparing")
+    .action(async (dir: string, o: { write?: boolean }) => {
+      const { readCardProbe, runCardProbe, writeCardProbeResult } = await import('./card-probe.ts');
+      const probe = readCardProbe(dir);
+      const t0 = performance.now();
+      const got = await runCardProbe(dir, probe);
+      const seconds = ((performance.now() - t0) / 1000).toFixed(1);
+      const episodes = Object.keys(got.rewards).length;
+      if (o.write) {
+        writeCardProbeResult(dir, got);
+        console.log(`probe: ${episodes} episodes, mean reward ${got.meanReward.toFixed(4)} (${seconds} s) → ${dir}/card.json`);
+        return;
+      }
+      if (!probe.result) throw new Error(`${dir}/card.json: the probe has no result to compare with; run with --write first`);
+      const differ = Object.keys({ ...probe.result.rewards, ...got.rewards }).filter((k) => probe.result!.rewards[k] !== got.rewards[k]);
+      console.log(`probe: ${episodes} episodes, mean reward ${got.meanReward.toFixed(4)}, card ${probe.result.meanReward.toFixed(4)}; ${differ.length === 0 ? 'every episode as the card says' : `${differ.length} episode(s) differ: ${differ.slice(0, 8).join(', ')}`} (${seconds} s)`);
+      if (differ.length > 0) process.exitCode = 1;
+    });
+
+  model
     .command('settings')
     .description("write a model folder's prompt settings (longrun.json) from the run file that trained it, so `longrun eval --agent checkpoint` plays it as trained")
     .requiredOption('--checkpoint <dir>', 'the trained model folder (config.json + safetensors), e.g. runs/x/sft/model or a GRPO checkpoint\'s model')

@@ -3,7 +3,10 @@ import { ENV_SERVER_DEFAULTS, startEnvServer } from '../serve/env-server.ts';
 import { serveCheckpoint } from '../serve/model-serve.ts';
 import { MODEL_SERVER_DEFAULTS } from '../serve/model-server.ts';
 import { readFileSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
 import { serverLlmConfig, type ServerLlmFlags } from '../serve/env-judges.ts';
+import { startTrainerServer } from '../serve/trainer-server.ts';
+import { loadModel } from '../model/checkpoint/model-io.ts';
 import { FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
 
 function positiveInt(name: string, min = 1) {
@@ -96,8 +99,32 @@ export async function serveModelCommand(opts: ServeModelCliOptions): Promise<voi
   await untilSignal(handle.close, () => '');
 }
 
+export interface ServeTrainerCliOptions {
+  checkpoint: string;
+  modelName?: string;
+  checkpointDir: string;
+  host: string;
+  port: number;
+  apiKey?: string;
+  maxBody: number;
+  maxModels: number;
+}
+
+/** `longrun serve trainer`: the Tinker API (JSON protocol of tinker SDK 0.24.x) over our engine; runs until a signal. */
+export async function serveTrainerCommand(opts: ServeTrainerCliOptions): Promise<void> {
+  const apiKey = opts.apiKey ?? process.env.TINKER_API_KEY;
+  const baseModel = opts.modelName ?? basename(resolve(opts.checkpoint));
+  const handle = await startTrainerServer({
+    host: opts.host, port: opts.port, apiKey: apiKey === undefined || apiKey === '' ? undefined : apiKey, baseModel,
+    makeBase: () => loadModel(opts.checkpoint, { grads: true }), checkpointDir: opts.checkpointDir, maxBodyBytes: opts.maxBody, maxModels: opts.maxModels,
+  });
+  console.error(`tinker-compatible trainer for ${baseModel} at ${handle.url} (TINKER_BASE_URL)`);
+  if (!['127.0.0.1', 'localhost', '::1'].includes(opts.host) && apiKey === undefined) console.error('warning: listening beyond loopback without --api-key');
+  await untilSignal(handle.close, () => '');
+}
+
 export function register(program: Command): void {
-  const serve = program.command('serve').description('serve longrun over HTTP (env server, OpenAI-compatible model server)');
+  const serve = program.command('serve').description('serve longrun over HTTP (env server, OpenAI-compatible model server, Tinker-compatible trainer)');
   serve
     .command('env')
     .description('HTTP/JSON env server: sessions over the gym registry (see src/serve/env-server.ts for the API)')
@@ -129,4 +156,16 @@ export function register(program: Command): void {
     .option('--max-batch <n>', 'sequences decoding together', positiveInt('--max-batch'), 8)
     .option('--max-prompts <n>', 'most prompts in one /v1/completions request; more gets 400', positiveInt('--max-prompts'), MODEL_SERVER_DEFAULTS.maxPromptsPerRequest)
     .action(async (opts: ServeModelCliOptions) => serveModelCommand(opts));
+  serve
+    .command('trainer')
+    .description('Tinker-compatible training server (JSON protocol of the tinker SDK 0.24.x): forward_backward, optim_step, sampling, weights')
+    .requiredOption('--checkpoint <dir>', 'gpt-oss checkpoint folder (HF safetensors): the base model every create_model starts from')
+    .option('--model-name <name>', 'base_model name clients send (default: the checkpoint folder name)')
+    .option('--checkpoint-dir <dir>', 'where save_weights writes', 'runs/tinker-checkpoints')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <n>', 'port (0 picks a free one)', positiveInt('--port', 0), 8010)
+    .option('--api-key <key>', 'required X-API-Key (default: env TINKER_API_KEY, else any key is accepted)')
+    .option('--max-body <bytes>', 'largest request body; more gets 413', positiveInt('--max-body'), 64 * 1024 * 1024)
+    .option('--max-models <n>', 'most training models held at once', positiveInt('--max-models'), 8)
+    .action(async (opts: ServeTrainerCliOptions) => serveTrainerCommand(opts));
 }

@@ -28,10 +28,10 @@ const PARALLEL_MIN = 65_536;
 
 export class AdamW {
   lr: number;
-  readonly beta1: number;
-  readonly beta2: number;
-  readonly eps: number;
-  readonly weightDecay: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
   /** Completed steps. */
   step = 0;
   private readonly m: Tensor[];
@@ -84,6 +84,21 @@ export class AdamW {
         }
       }
     });
+  }
+
+  /**
+   * Changes the hyperparameters between steps (a training service takes them with every step request); the moments
+   * and the step count stay. Validated as in the constructor.
+   */
+  configure(options: AdamWOptions): void {
+    const next = { lr: options.lr, beta1: options.beta1 ?? this.beta1, beta2: options.beta2 ?? this.beta2, eps: options.eps ?? this.eps, weightDecay: options.weightDecay ?? this.weightDecay };
+    if (!(next.lr >= 0)) throw new RangeError(`AdamW: lr must be ≥ 0, got ${next.lr}`);
+    for (const [name, b] of [['beta1', next.beta1], ['beta2', next.beta2]] as const) {
+      if (!(b >= 0 && b < 1)) throw new RangeError(`AdamW: ${name} must be in [0, 1), got ${b}`);
+    }
+    if (!(next.eps > 0)) throw new RangeError(`AdamW: eps must be > 0, got ${next.eps}`);
+    if (!Number.isFinite(next.weightDecay)) throw new RangeError(`AdamW: weightDecay must be finite, got ${next.weightDecay}`);
+    Object.assign(this, next);
   }
 
   /** Sets every gradient to zero. */

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BpeTokenizer } from '../../../src/llm/index.ts';
+import { LLAMA_CPP_PRETOKENIZER_PATTERNS, choosePretokenizer } from '../../../src/model/checkpoint/gguf-tokenizer.ts';
 import { COMPACT_RETAIL_POLICY, prepareRetailData, taskSignature } from '../../../src/recipes/retail/prepare.ts';
 import type { SynthTask } from '../../../src/domains/retail/synth/task-gen.ts';
 
@@ -41,6 +42,11 @@ describe('prepare (the data stage of a retail-synth run)', () => {
         const single = BpeTokenizer.load(d.tokenizer);
         assert.deepEqual(single.encode('#W4615687').map((id) => single.decode([id])).filter((p) => /\d/.test(p)), [...'4615687']);
         assert.notEqual(readFileSync(d.tokenizer, 'utf8'), readFileSync(a.tokenizer, 'utf8'));
+        // digits: single-llama splits like llama.cpp's starcoder pre-tokenizer, which the GGUF export names.
+        const e = await prepareRetailData({ ...section, dir: join(other, 'llama'), tokenizer: { vocabSize: 300, digits: 'single-llama' } });
+        assert.equal((JSON.parse(readFileSync(e.tokenizer, 'utf8')) as { pattern: string }).pattern, LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder);
+        assert.equal(choosePretokenizer(LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder).pre, 'starcoder');
+        assert.deepEqual(BpeTokenizer.load(e.tokenizer).encode('#W4615687'), single.encode('#W4615687'));
       } finally {
         rmSync(other, { recursive: true, force: true });
       }

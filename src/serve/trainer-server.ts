@@ -1,0 +1,466 @@
+/**
+ * `longrun serve trainer`: our in-process engine (`GptOssBackend`, src/rl/backend.ts) behind the Tinker HTTP API,
+ * JSON protocol, as the official Python SDK `tinker` 0.24.1 speaks it (the last release with a JSON
+ * forward_backward: from 0.25 the SDK sends protobuf only; 0.24.x sends protobuf only when the server's
+ * `/api/v1/client/config` turns `proto_write_fwdbwd` on, which this server never does).
+ *
+ * Every training call returns a future `{request_id, model_id}`; `/api/v1/retrieve_future` answers its result, an
+ * `{error, category}` failure, or `{type: "try_again"}` while it runs. Calls on one model execute in `seq_id` order
+ * (a call that arrives early waits for its predecessors), whatever order they arrive in. Sessions are created and
+ * kept alive by heartbeats. Weights: `save_weights` writes weights + optimizer state under the checkpoint folder and
+ * answers a `tinker://<model_id>/weights/<name>` path that `load_weights` reads back; `save_weights_for_sampler`
+ * snapshots the weights in memory for sampling sessions.
+ *
+ * Robustness: bodies are bounded (`maxBodyBytes`, 413), JSON depth is bounded, every field is checked (400 with the
+ * field named), unknown ids are 404, and an exception inside a call fails that call's future, never the server.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { applyLora, type LoraTarget } from '../model/lora.ts';
+import type { GptOssModel } from '../model/model.ts';
+import { DEFAULT_ADAM, GptOssBackend, LOSS_FNS, type AdamParams, type Datum, type LossConfig, type LossFn, type LossInputs } from '../rl/backend.ts';
+import { GptOssPolicy } from '../rl/modelPolicy.ts';
+import { badRequest, HttpError, notFound } from './http-errors.ts';
+import { jsonDepthExceeds, readJsonBody, sendError, sendJson, tokenMatches } from './http-util.ts';
+
+/** Tinker's LoRA config, as create_model takes it. */
+export interface TinkerLoraConfig {
+  rank: number;
+  seed?: number;
+  train_unembed?: boolean;
+  train_mlp?: boolean;
+  train_attn?: boolean;
+}
+
+/** LoRA's α is not part of Tinker's API; this server uses 32 (as SkyRL's Tinker server does). */
+export const LORA_ALPHA = 32;
+
+/** A fresh training model for `create_model`: the base from `makeBase`, with adapters when a LoRA config is given. */
+export function createTrainingModel(makeBase: () => GptOssModel, lora: TinkerLoraConfig | null): GptOssModel {
+  const model = makeBase();
+  if (lora) {
+    const targets: LoraTarget[] = [];
+    if (lora.train_attn ?? true) targets.push('q_proj', 'k_proj', 'v_proj', 'o_proj');
+    if (lora.train_mlp ?? true) targets.push('experts');
+    if (targets.length === 0) throw badRequest('invalid_lora_config', 'lora_config trains nothing: train_attn and train_mlp are both false (this server has no unembedding adapter)');
+    applyLora(model, { rank: lora.rank, alpha: LORA_ALPHA, targets, seed: lora.seed ?? 0 });
+  }
+  return model;
+}
+
+export interface TrainerServerOptions {
+  host?: string;
+  port?: number;
+  /** Required `X-API-Key` value; without one any key is accepted (the SDK always sends one). */
+  apiKey?: string;
+  /** The base model name clients ask for (`base_model`). */
+  baseModel: string;
+  /** Builds the base model (same weights every call). */
+  makeBase: () => GptOssModel;
+  /** Where `save_weights` writes. */
+  checkpointDir: string;
+  maxBodyBytes?: number;
+  maxModels?: number;
+  /** Testing the clients' retry paths: the first retrieve of every future answers this HTTP status (408 or 200 + try_again). */
+  firstRetrieve?: 'try_again' | 408;
+}
+
+interface ModelEntry {
+  id: string;
+  backend: GptOssBackend;
+  lora: TinkerLoraConfig | null;
+  nextSeq: number;
+  waiting: Map<number, () => void>;
+  chain: Promise<unknown>;
+}
+
+interface FutureEntry {
+  done: boolean;
+  result?: unknown;
+  error?: { error: string; category: 'user' | 'server' };
+  retrieved: number;
+}
+
+const MAX_SEQ_AHEAD = 10_000;
+/** Endpoints the SDK reads with GET. */
+const GET_ROUTES = new Set(['/api/v1/healthz', '/api/v1/get_server_capabilities']);
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function field<T>(body: Record<string, unknown>, name: string, check: (v: unknown) => v is T, what: string, optional = false): T | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) {
+    if (optional) return undefined;
+    throw badRequest('invalid_request', `'${name}' is required (${what})`);
+  }
+  if (!check(v)) throw badRequest('invalid_request', `'${name}' must be ${what}`);
+  return v;
+}
+const isStr = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 1000;
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
+
+function numbers(name: string, v: unknown, int: boolean): number[] {
+  if (!Array.isArray(v)) throw badRequest('invalid_datum', `${name} must be an array of numbers`);
+  for (let i = 0; i < v.length; i++) {
+    const x: unknown = v[i];
+    if (typeof x !== 'number' || !Number.isFinite(x) || (int && !Number.isInteger(x))) throw badRequest('invalid_datum', `${name}[${i}] must be a finite ${int ? 'integer' : 'number'}`);
+  }
+  return v as number[];
+}
+
+function modelInputTokens(name: string, v: unknown): number[] {
+  if (!isObj(v) || !Array.isArray(v.chunks)) throw badRequest('invalid_datum', `${name} must be {chunks: [...]}`);
+  const out: number[] = [];
+  v.chunks.forEach((c: unknown, j: number) => {
+    if (!isObj(c) || (c.type !== undefined && c.type !== 'encoded_text')) throw badRequest('invalid_datum', `${name}.chunks[${j}]: only encoded_text chunks are supported (got ${isObj(c) ? JSON.stringify(c.type) : typeof c})`);
+    out.push(...numbers(`${name}.chunks[${j}].tokens`, c.tokens, true));
+  });
+  return out;
+}
+
+const LOSS_INPUT_KEYS = ['target_tokens', 'weights', 'logprobs', 'advantages', 'clip_low_threshold', 'clip_high_threshold'] as const;
+
+export function parseDatum(v: unknown, k: number): Datum {
+  const name = `data[${k}]`;
+  if (!isObj(v)) throw badRequest('invalid_datum', `${name} must be an object`);
+  const tokens = modelInputTokens(`${name}.model_input`, v.model_input);
+  if (!isObj(v.loss_fn_inputs)) throw badRequest('invalid_datum', `${name}.loss_fn_inputs must be an object`);
+  const inputs: Partial<Record<(typeof LOSS_INPUT_KEYS)[number], number[]>> = {};
+  for (const [key, t] of Object.entries(v.loss_fn_inputs)) {
+    if (!(LOSS_INPUT_KEYS as readonly string[]).includes(key)) throw badRequest('invalid_datum', `${name}.loss_fn_inputs.${key} is not a loss input this server knows (${LOSS_INPUT_KEYS.join(', ')})`);
+    if (!isObj(t)) throw badRequest('invalid_datum', `${name}.loss_fn_inputs.${key} must be a TensorData object {data, dtype, shape}`);
+    if (t.sparse_crow_indices != null || t.sparse_col_indices != null) throw badRequest('invalid_datum', `${name}.loss_fn_inputs.${key}: sparse tensors are not supported; send dense data`);
+    if (t.dtype !== 'int64' && t.dtype !== 'float32') throw badRequest('invalid_datum', `${name}.loss_fn_inputs.${key}.dtype must be int64 or float32`);
+    const data = numbers(`${name}.loss_fn_inputs.${key}.data`, t.data, key === 'target_tokens');
+    if (t.shape != null && !(Array.isArray(t.shape) && t.shape.length === 1 && t.shape[0] === data.length)) throw badRequest('invalid_datum', `${name}.loss_fn_inputs.${key}.shape must be [${data.length}] (1-D, one value per input token)`);
+    inputs[key as (typeof LOSS_INPUT_KEYS)[number]] = data;
+  }
+  if (!inputs.target_tokens) throw badRequest('invalid_datum', `${name}.loss_fn_inputs.target_tokens is required`);
+  return { tokens, lossInputs: inputs as LossInputs };
+}
+
+function tensor(data: ArrayLike<number>, dtype: 'float32' | 'int64') {
+  return { data: Array.from(data), dtype, shape: [data.length] };
+}
+
+export interface TrainerServer {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export async function startTrainerServer(o: TrainerServerOptions): Promise<TrainerServer> {
+  const maxBody = o.maxBodyBytes ?? 64 * 1024 * 1024;
+  const maxModels = o.maxModels ?? 8;
+  const sessions = new Map<string, { lastHeartbeat: number; models: number }>();
+  const models = new Map<string, ModelEntry>();
+  const futures = new Map<string, FutureEntry>();
+  const samplerWeights = new Map<string, { lora: TinkerLoraConfig | null; weights: Map<string, Float32Array> }>();
+  const samplingSessions = new Map<string, string>();
+  const samplers = new Map<string, GptOssModel>();
+
+  const newFuture = (run: () => Promise<unknown>): string => {
+    const id = randomUUID();
+    const f: FutureEntry = { done: false, retrieved: 0 };
+    futures.set(id, f);
+    run().then((result) => {
+      f.result = result;
+      f.done = true;
+    }, (err: unknown) => {
+      const user = err instanceof HttpError || (err instanceof Error && /^(datum|loss_fn_config|sample|forward_backward|unknown loss)|AdamW|LoRA/.test(err.message));
+      f.error = { error: err instanceof Error ? err.message : String(err), category: user ? 'user' : 'server' };
+      f.done = true;
+    });
+    return id;
+  };
+
+  /** Runs `fn` on the model's queue in seq_id order. */
+  const ordered = (m: ModelEntry, seq: number | undefined, fn: () => Promise<unknown>): string => {
+    if (seq !== undefined) {
+      if (seq < m.nextSeq || m.waiting.has(seq)) throw new HttpError(409, 'seq_id_reused', `seq_id ${seq} of model ${m.id} was already submitted (next expected: ${m.nextSeq})`);
+      if (seq > m.nextSeq + MAX_SEQ_AHEAD) throw badRequest('seq_id_gap', `seq_id ${seq} is more than ${MAX_SEQ_AHEAD} ahead of the next expected ${m.nextSeq}`);
+    }
+    return newFuture(() => new Promise((resolve, reject) => {
+      const start = () => {
+        const next = m.chain.then(fn);
+        m.chain = next.catch(() => undefined);
+        next.then(resolve, reject);
+      };
+      if (seq === undefined) return start();
+      m.waiting.set(seq, start);
+      while (m.waiting.has(m.nextSeq)) {
+        const go = m.waiting.get(m.nextSeq)!;
+        m.waiting.delete(m.nextSeq);
+        m.nextSeq++;
+        go();
+      }
+    }));
+  };
+
+  const model = (body: Record<string, unknown>): ModelEntry => {
+    const id = field(body, 'model_id', isStr, 'a model id from create_model')!;
+    const m = models.get(id);
+    if (!m) throw notFound('unknown_model', `no model ${JSON.stringify(id.slice(0, 100))} on this server (create it with create_model)`);
+    return m;
+  };
+  const seqOf = (body: Record<string, unknown>) => field(body, 'seq_id', isInt, 'a non-negative integer', true);
+
+  const parseFwdBwd = (input: unknown): { data: Datum[]; lossFn: LossFn; config: LossConfig | undefined } => {
+    if (!isObj(input)) throw badRequest('invalid_request', 'forward_backward_input must be an object {data, loss_fn, loss_fn_config}');
+    if (!Array.isArray(input.data) || input.data.length === 0) throw badRequest('invalid_request', 'forward_backward_input.data must be a non-empty array of datums');
+    const lossFn = input.loss_fn;
+    if (typeof lossFn !== 'string' || !(LOSS_FNS as readonly string[]).includes(lossFn)) throw badRequest('unknown_loss_fn', `loss_fn must be one of ${LOSS_FNS.join(', ')} (got ${JSON.stringify(lossFn)})`);
+    let config: LossConfig | undefined;
+    if (input.loss_fn_config != null) {
+      if (!isObj(input.loss_fn_config)) throw badRequest('invalid_request', 'loss_fn_config must be an object of numbers');
+      config = input.loss_fn_config as LossConfig;
+    }
+    return { data: input.data.map(parseDatum), lossFn: lossFn as LossFn, config };
+  };
+
+  const fwdBwdOutput = (r: { logprobs: Float32Array[]; metrics: Record<string, number> }) => ({
+    loss_fn_output_type: 'ArrayRecord',
+    loss_fn_outputs: r.logprobs.map((lp) => ({ logprobs: tensor(lp, 'float32') })),
+    metrics: r.metrics,
+  });
+
+  const adamOf = (v: unknown): AdamParams => {
+    if (!isObj(v)) throw badRequest('invalid_request', 'adam_params must be an object');
+    const num = (k: string, d: number) => {
+      const x = v[k];
+      if (x === undefined || x === null) return d;
+      if (!isNum(x)) throw badRequest('invalid_request', `adam_params.${k} must be a finite number`);
+      return x;
+    };
+    return {
+      learningRate: num('learning_rate', DEFAULT_ADAM.learningRate), beta1: num('beta1', DEFAULT_ADAM.beta1), beta2: num('beta2', DEFAULT_ADAM.beta2),
+      eps: num('eps', DEFAULT_ADAM.eps), weightDecay: num('weight_decay', DEFAULT_ADAM.weightDecay), gradClipNorm: num('grad_clip_norm', DEFAULT_ADAM.gradClipNorm),
+    };
+  };
+
+  const checkpointPath = (m: ModelEntry, name: string) => join(o.checkpointDir, m.id.replace(/[^A-Za-z0-9_.-]/g, '_'), name);
+  const nameOf = (body: Record<string, unknown>, fallback: string) => {
+    const p = field(body, 'path', isStr, 'a checkpoint name', true) ?? fallback;
+    if (!/^[A-Za-z0-9_.-]{1,200}$/.test(p) || p.startsWith('.')) throw badRequest('invalid_path', `checkpoint name ${JSON.stringify(p.slice(0, 100))} must be 1-200 of [A-Za-z0-9_.-], not starting with a dot`);
+    return p;
+  };
+
+  const samplerFor = (path: string): GptOssModel => {
+    let s = samplers.get(path);
+    if (s) return s;
+    const snap = samplerWeights.get(path);
+    if (!snap) throw notFound('unknown_model_path', `no sampler weights at ${JSON.stringify(path.slice(0, 200))} (save them with save_weights_for_sampler)`);
+    s = createTrainingModel(o.makeBase, snap.lora);
+    for (const [name, p] of s.parameters()) {
+      const w = snap.weights.get(name);
+      if (w) p.data().set(w);
+    }
+    samplers.set(path, s);
+    return s;
+  };
+
+  const sampleWith = async (modelRef: GptOssModel, body: Record<string, unknown>) => {
+    const prompt = modelInputTokens('prompt', body.prompt);
+    const n = field(body, 'num_samples', isInt, 'a positive integer', true) ?? 1;
+    if (n < 1 || n > 256) throw badRequest('invalid_request', 'num_samples must be in [1, 256]');
+    const sp = body.sampling_params;
+    if (!isObj(sp)) throw badRequest('invalid_request', 'sampling_params must be an object');
+    const maxTokens = field(sp, 'max_tokens', isInt, 'a positive integer (this server needs max_tokens)')!;
+    if (maxTokens < 1 || maxTokens > 4096) throw badRequest('invalid_request', 'sampling_params.max_tokens must be in [1, 4096]');
+    let stop: number[] | undefined;
+    if (sp.stop != null) {
+      if (!Array.isArray(sp.stop) || sp.stop.some((x) => typeof x !== 'number')) throw badRequest('invalid_request', 'sampling_params.stop must be a list of token ids (this server has no tokenizer for string stops)');
+      stop = numbers('sampling_params.stop', sp.stop, true);
+    }
+    const topK = field(sp, 'top_k', (v): v is number => typeof v === 'number' && Number.isInteger(v), 'an integer', true);
+    const backend = new GptOssBackend(new GptOssPolicy(modelRef, { optimizer: { lr: 0 }, reference: null }));
+    const seqs = await backend.sample(prompt, n, {
+      maxTokens, temperature: field(sp, 'temperature', isNum, 'a number', true) ?? 1, topK: topK !== undefined && topK > 0 ? topK : undefined,
+      topP: field(sp, 'top_p', isNum, 'a number', true), seed: field(sp, 'seed', isInt, 'a non-negative integer', true), stopTokens: stop,
+    });
+    return { type: 'sample', sequences: seqs.map((s) => ({ tokens: s.tokens, logprobs: s.logprobs, stop_reason: s.stopReason })), prompt_logprobs: null };
+  };
+
+  type Handler = (body: Record<string, unknown>) => Promise<unknown> | unknown;
+  const routes: Record<string, Handler> = {
+    '/api/v1/client/config': () => ({ pjwt_auth_enabled: false, proto_write_fwdbwd: false, proto_compress_fwdbwd: false, fwd_via_fwdbwd: false, parallel_fwdbwd_chunks: false, use_pyqwest_transport: false, create_model_via_load_weights: false }),
+    '/api/v1/healthz': () => ({ status: 'ok' }),
+    '/api/v1/get_server_capabilities': () => ({ supported_models: [{ model_name: o.baseModel }] }),
+    '/api/v1/telemetry': () => ({ status: 'accepted' }),
+    '/api/v1/create_session': () => {
+      const id = randomUUID();
+      sessions.set(id, { lastHeartbeat: Date.now(), models: 0 });
+      return { type: 'create_session', session_id: id };
+    },
+    '/api/v1/session_heartbeat': (b) => {
+      const id = field(b, 'session_id', isStr, 'a session id')!;
+      const s = sessions.get(id);
+      if (!s) throw notFound('unknown_session', `no session ${JSON.stringify(id.slice(0, 100))}`);
+      s.lastHeartbeat = Date.now();
+      return { type: 'session_heartbeat' };
+    },
+    '/api/v1/create_model': (b) => {
+      const sid = field(b, 'session_id', isStr, 'a session id')!;
+      if (!sessions.has(sid)) throw notFound('unknown_session', `no session ${JSON.stringify(sid.slice(0, 100))}`);
+      const seq = field(b, 'model_seq_id', isInt, 'a non-negative integer')!;
+      const base = field(b, 'base_model', isStr, 'a model name')!;
+      if (base !== o.baseModel) throw notFound('unknown_base_model', `this server trains ${JSON.stringify(o.baseModel)}, not ${JSON.stringify(base.slice(0, 100))}`);
+      let lora: TinkerLoraConfig | null = null;
+      if (b.lora_config != null) {
+        if (!isObj(b.lora_config)) throw badRequest('invalid_lora_config', 'lora_config must be an object');
+        const rank = field(b.lora_config, 'rank', isInt, 'a positive integer')!;
+        if (rank < 1 || rank > 1024) throw badRequest('invalid_lora_config', 'lora_config.rank must be in [1, 1024]');
+        lora = { rank, seed: field(b.lora_config, 'seed', isInt, 'a non-negative integer', true), train_attn: field(b.lora_config, 'train_attn', isBool, 'a boolean', true), train_mlp: field(b.lora_config, 'train_mlp', isBool, 'a boolean', true), train_unembed: field(b.lora_config, 'train_unembed', isBool, 'a boolean', true) };
+      }
+      const id = `${sid}:train:${seq}`;
+      if (models.has(id)) throw new HttpError(409, 'model_exists', `model ${id} exists already (model_seq_id ${seq} was used in this session)`);
+      if (models.size >= maxModels) throw new HttpError(429, 'too_many_models', `this server holds at most ${maxModels} models; unload one first`);
+      const m: ModelEntry = { id, backend: new GptOssBackend(new GptOssPolicy(createTrainingModel(o.makeBase, lora), { optimizer: { ...toAdamW(DEFAULT_ADAM) }, reference: null })), lora, nextSeq: 1, waiting: new Map(), chain: Promise.resolve() };
+      models.set(id, m);
+      return { request_id: newFuture(async () => ({ type: 'create_model', model_id: id })), model_id: id };
+    },
+    '/api/v1/get_info': (b) => {
+      const m = model(b);
+      return { type: 'get_info', model_id: m.id, model_data: { arch: 'gpt_oss', model_name: o.baseModel }, is_lora: m.lora !== null, lora_rank: m.lora?.rank ?? null, model_name: o.baseModel };
+    },
+    '/api/v1/unload_model': (b) => {
+      const m = model(b);
+      return { request_id: ordered(m, seqOf(b), async () => {
+        models.delete(m.id);
+        return { type: 'unload_model', model_id: m.id };
+      }), model_id: m.id };
+    },
+    '/api/v1/forward_backward': (b) => {
+      const m = model(b);
+      const { data, lossFn, config } = parseFwdBwd(b.forward_backward_input);
+      return { request_id: ordered(m, seqOf(b), async () => fwdBwdOutput(await m.backend.forwardBackward(data, lossFn, config))), model_id: m.id };
+    },
+    '/api/v1/forward': (b) => {
+      const m = model(b);
+      const { data, lossFn, config } = parseFwdBwd(b.forward_input);
+      return { request_id: ordered(m, seqOf(b), async () => fwdBwdOutput(await m.backend.forward(data, lossFn, config))), model_id: m.id };
+    },
+    '/api/v1/optim_step': (b) => {
+      const m = model(b);
+      const adam = adamOf(b.adam_params);
+      return { request_id: ordered(m, seqOf(b), async () => ({ type: 'optim_step', metrics: (await m.backend.optimStep(adam)).metrics })), model_id: m.id };
+    },
+    '/api/v1/save_weights': (b) => {
+      const m = model(b);
+      const name = nameOf(b, `step-${Date.now()}`);
+      return { request_id: ordered(m, seqOf(b), async () => {
+        await m.backend.saveState(checkpointPath(m, name));
+        return { type: 'save_weights', path: `tinker://${m.id}/weights/${name}` };
+      }), model_id: m.id };
+    },
+    '/api/v1/load_weights': (b) => {
+      const m = model(b);
+      const path = field(b, 'path', isStr, 'a tinker:// path from save_weights')!;
+      const optimizer = field(b, 'optimizer', isBool, 'a boolean')!;
+      const match = /^tinker:\/\/(.+)\/weights\/([A-Za-z0-9_.-]{1,200})$/.exec(path);
+      const owner = match ? models.get(match[1]) : undefined;
+      if (!match || !owner || match[2].startsWith('.')) throw notFound('unknown_checkpoint', `no checkpoint ${JSON.stringify(path.slice(0, 200))} on this server`);
+      return { request_id: ordered(m, seqOf(b), async () => {
+        await m.backend.loadState(checkpointPath(owner, match[2]), { optimizer });
+        return { type: 'load_weights', path };
+      }), model_id: m.id };
+    },
+    '/api/v1/save_weights_for_sampler': (b) => {
+      const m = model(b);
+      const sampling = field(b, 'sampling_session_seq_id', isInt, 'a non-negative integer', true);
+      const name = sampling !== undefined ? `sampler-${randomUUID()}` : nameOf(b, `sampler-${Date.now()}`);
+      return { request_id: ordered(m, seqOf(b), async () => {
+        const path = `tinker://${m.id}/sampler_weights/${name}`;
+        samplerWeights.set(path, { lora: m.lora, weights: new Map([...m.backend.model.parameters()].map(([k, t]) => [k, Float32Array.from(t.data())])) });
+        samplers.delete(path);
+        if (sampling === undefined) return { type: 'save_weights_for_sampler', path };
+        const sid = randomUUID();
+        samplingSessions.set(sid, path);
+        return { type: 'save_weights_for_sampler', path, sampling_session_id: sid };
+      }), model_id: m.id };
+    },
+    '/api/v1/create_sampling_session': (b) => {
+      field(b, 'session_id', isStr, 'a session id');
+      const path = field(b, 'model_path', isStr, 'a tinker:// sampler path', true);
+      const base = field(b, 'base_model', isStr, 'a model name', true);
+      if (path === undefined && base !== o.baseModel) throw badRequest('invalid_request', `give model_path or base_model ${JSON.stringify(o.baseModel)}`);
+      if (path !== undefined) samplerFor(path);
+      const sid = randomUUID();
+      samplingSessions.set(sid, path ?? `base:${o.baseModel}`);
+      return { type: 'create_sampling_session', sampling_session_id: sid };
+    },
+    '/api/v1/asample': (b) => {
+      const sid = field(b, 'sampling_session_id', isStr, 'a sampling session id', true);
+      let path = field(b, 'model_path', isStr, 'a tinker:// sampler path', true);
+      if (sid !== undefined) {
+        path = samplingSessions.get(sid);
+        if (!path) throw notFound('unknown_sampling_session', `no sampling session ${JSON.stringify(sid.slice(0, 100))}`);
+      }
+      const ref = path === undefined || path.startsWith('base:') ? null : path;
+      if (ref === null && path === undefined && field(b, 'base_model', isStr, 'a model name', true) !== o.baseModel) throw badRequest('invalid_request', `give sampling_session_id, model_path or base_model ${JSON.stringify(o.baseModel)}`);
+      const sampler = ref ? samplerFor(ref) : o.makeBase();
+      return { request_id: newFuture(() => sampleWith(sampler, b)) };
+    },
+    '/api/v1/retrieve_future': (b) => {
+      const id = field(b, 'request_id', isStr, 'a request id')!;
+      const f = futures.get(id);
+      if (!f) throw notFound('unknown_request', `no request ${JSON.stringify(id.slice(0, 100))} on this server`);
+      f.retrieved++;
+      if (o.firstRetrieve === 408 && f.retrieved === 1) throw new HttpError(408, 'request_timeout', 'not done yet; retry');
+      if (!f.done || (o.firstRetrieve === 'try_again' && f.retrieved === 1)) return { type: 'try_again', request_id: id, queue_state: 'active' };
+      return f.error ?? f.result;
+    },
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const route = routes[url.pathname];
+      if (!route) throw notFound('not_found', `no endpoint ${req.method} ${url.pathname.slice(0, 200)} (this server speaks the Tinker JSON API of SDK 0.24.x under /api/v1)`);
+      if (url.pathname !== '/api/v1/healthz' && o.apiKey !== undefined) {
+        const key = req.headers['x-api-key'];
+        if (typeof key !== 'string' || !tokenMatches(key, o.apiKey)) throw new HttpError(401, 'unauthorized', 'missing or wrong X-API-Key header');
+      }
+      const getOk = GET_ROUTES.has(url.pathname);
+      if (req.method !== 'POST' && !(req.method === 'GET' && getOk)) throw new HttpError(405, 'method_not_allowed', `${url.pathname} takes ${getOk ? 'GET or POST' : 'POST'}`);
+      const ctype = req.headers['content-type'] ?? '';
+      if (req.method === 'POST' && /protobuf/i.test(ctype)) throw new HttpError(415, 'unsupported_media_type', 'this server speaks the JSON protocol (tinker SDK ≤ 0.24.x); protobuf bodies are not supported');
+      const body = req.method === 'POST' ? await readJsonBody(req, maxBody) : {};
+      if (body !== undefined && jsonDepthExceeds(body, 16)) throw badRequest('too_deep', 'the JSON body nests deeper than 16 levels');
+      const b = body === undefined ? {} : body;
+      if (!isObj(b)) throw badRequest('invalid_request', 'the body must be a JSON object');
+      sendJson(res, 200, await route(b));
+    } catch (err) {
+      if (err instanceof HttpError) {
+        if (err.status === 499) return;
+        return sendError(res, err);
+      }
+      sendError(res, new HttpError(500, 'internal_error', err instanceof Error ? err.message : String(err)));
+    }
+  };
+
+  const server = createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port ?? 0, o.host ?? '127.0.0.1', () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${host}:${addr.port}`,
+    server,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/** Tinker's Adam defaults as our AdamW's options (each optim_step sets them again from its request). */
+export function toAdamW(a: AdamParams) {
+  return { lr: a.learningRate, beta1: a.beta1, beta2: a.beta2, eps: a.eps, weightDecay: a.weightDecay };
+}
