@@ -4,7 +4,7 @@
  * training step used), then `longrun eval --agent checkpoint` on it with the model's own settings (longrun.json),
  * every episode seeded. The same folder, seeds and code give the same rewards, episode for episode.
  *
- *   card.json: { "probe": { "tasks": { "seed", "worldSeed", "count", "difficulty", "users", "orders", "products"? },
+ *   card.json: { "probe": { "tasks": { "seed", "worldSeed", "count", "difficulty", "users", "orders", "products"?, "families"? },
  *                           "trials", "seed", "result"?: { "meanReward", "rewards": { "<taskId>#<trial>": r } } } }
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { generateTaskSet, writeTaskSet } from '../domains/retail/synth/taskset.ts';
 import { DEFAULT_WORLD_SIZES } from '../domains/retail/synth/world.ts';
+import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
 import { evalCommand, type EvalCommandOptions } from './eval.ts';
 
 const int = (min: number) => z.number().int().min(min);
@@ -26,6 +27,8 @@ export const CardProbeSchema = z.object({
     users: int(1).default(DEFAULT_WORLD_SIZES.users),
     orders: int(0).default(DEFAULT_WORLD_SIZES.orders),
     products: int(1).default(DEFAULT_WORLD_SIZES.products),
+    /** Task families (default all): a probe whose episodes both succeed and fail checks more than one of zeros. */
+    families: z.array(z.enum(TASK_FAMILIES)).min(1).optional(),
   }).strict(),
   trials: int(1).max(16).default(1),
   seed: int(0).default(300),
@@ -53,7 +56,7 @@ export async function runCardProbe(modelDir: string, probe: CardProbe): Promise<
   const work = mkdtempSync(join(tmpdir(), 'longrun-card-probe-'));
   try {
     const t = probe.tasks;
-    const set = generateTaskSet({ worldSeed: t.worldSeed, taskSeed: t.seed, count: t.count, sizes: { users: t.users, orders: t.orders, products: t.products }, difficulty: t.difficulty, split: 'probe' });
+    const set = generateTaskSet({ worldSeed: t.worldSeed, taskSeed: t.seed, count: t.count, sizes: { users: t.users, orders: t.orders, products: t.products }, families: t.families, difficulty: t.difficulty, split: 'probe' });
     const tasksDir = join(work, 'tasks');
     mkdirSync(tasksDir, { recursive: true });
     // The folder's policy.md is not what the model reads: its longrun.json names the policy text of its prompt.
