@@ -6,8 +6,9 @@
  *                        tasks      = generateTaskSet(w, …)   `tasksPerWorld` verified tasks on it
  *                        episodes   = the expert against the scripted user on each task
  *                        documents  = the episodes rendered as the agent sees them (system prompt, tools)
- *   until the conversations fill (1 − drill share) of the step's token budget (rowsPerStep × seqLen); then copy-drill
- *   documents (src/recipes/retail/copyDrill.ts) fill the rest; the documents are packed first-fit-decreasing and the
+ *   until the conversations fill (1 − drill shares) of the step's token budget (rowsPerStep × seqLen); then identity-
+ *   and write-drill conversations made from the step's own episodes, and copy-drill documents
+ *   (src/recipes/retail/copyDrill.ts), each up to its share; the documents are packed first-fit-decreasing and the
  *   `rowsPerStep` fullest rows are the step (documents of rows left over are not trained on).
  * A step can therefore be rebuilt from its index alone: resuming a stream needs only the step count, and a resumed
  * run is bit-identical to an uninterrupted one. World seeds that a run holds out (its validation worlds) are never
@@ -32,7 +33,9 @@ import type { ChatFormat, Tokenizer, ToolSpec } from '../../llm/index.ts';
 import { packDocuments, type PackedRow, type SftDocument } from '../../rl/packing.ts';
 import type { SftSource, SftStepData } from '../../rl/sft.ts';
 import { buildSftDocuments, TrajectoryRecordSchema, type TrajectoryRecord } from '../../rl/sftData.ts';
+import { writeDrillRecords } from './addressDrill.ts';
 import { copyDrillDocuments } from './copyDrill.ts';
+import { identityDrillRecords } from './identityDrill.ts';
 import { policyText } from './prepare.ts';
 
 const int = (min: number) => z.number().int().min(min);
@@ -59,6 +62,17 @@ export const RetailStreamSchema = z.object({
     ids: z.tuple([int(1), int(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max').default([2, 12]),
     people: z.number().min(0).max(1).default(0.3),
   }).strict().optional(),
+  /**
+   * Identity-check conversations with fresh random people on the openings of the step's expert conversations
+   * (src/recipes/retail/identityDrill.ts), filling `share` of each step's token budget: the names, emails and zips a
+   * model must copy into its first tool call.
+   */
+  identityDrill: z.object({ share: z.number().min(0).lt(1) }).strict().optional(),
+  /**
+   * The step's writing expert conversations cut after their first write call, fresh addresses in address writes
+   * (src/recipes/retail/addressDrill.ts, writeDrillRecords), filling `share` of the budget: the write decision.
+   */
+  writeDrill: z.object({ share: z.number().min(0).lt(1) }).strict().optional(),
   /** World seeds the stream must never generate (the run's validation and test worlds). */
   excludeWorldSeeds: z.array(int(0)).default([]),
 }).strict();
@@ -109,6 +123,8 @@ export interface RetailStreamStepStats {
   generated: number;
   /** Mistakes the demonstrator made, by kind (when its mistake knob is on). */
   mistakes: Record<string, number>;
+  /** Conversation drills this step could not build from its conversations (their share went to the conversations). */
+  drillsSkipped: number;
 }
 
 /** The retail stream as an SFT data source (`runSft`'s `source`). */
@@ -163,9 +179,11 @@ export class RetailStream implements SftSource {
   async stepData(step: number): Promise<SftStepData> {
     const { seqLen, rowsPerStep, format, tokenizer } = this.ctx;
     const budget = seqLen * rowsPerStep;
-    const drillShare = this.spec.copyDrill?.share ?? 0;
+    const drillShare = (this.spec.copyDrill?.share ?? 0) + (this.spec.identityDrill?.share ?? 0) + (this.spec.writeDrill?.share ?? 0);
+    if (drillShare >= 1) throw new Error(`retail stream: the drill shares add up to ${drillShare}, leaving no room for conversations`);
+    const records: TrajectoryRecord[] = [];
     const docs: SftDocument[] = [];
-    const stats: RetailStreamStepStats = { worlds: 0, episodes: 0, expertSuccess: 0, conversationTokens: 0, drillTokens: 0, kept: 0, generated: 0, mistakes: {} };
+    const stats: RetailStreamStepStats = { worlds: 0, episodes: 0, expertSuccess: 0, conversationTokens: 0, drillTokens: 0, kept: 0, generated: 0, mistakes: {}, drillsSkipped: 0 };
     for (let k = 0; stats.conversationTokens < (1 - drillShare) * budget; k++) {
       if (k >= 16 && docs.length === 0) throw new Error(`retail stream: no conversation of step ${step}'s first ${k} worlds fits in seqLen ${seqLen}; raise seqLen`);
       if (k >= 1024) throw new Error(`retail stream: step ${step} did not fill ${budget} tokens from ${k} worlds`);
@@ -175,6 +193,7 @@ export class RetailStream implements SftSource {
       stats.episodes += w.records.length;
       stats.expertSuccess += w.success;
       for (const [kind, n] of Object.entries(w.mistakes)) stats.mistakes[kind] = (stats.mistakes[kind] ?? 0) + n;
+      records.push(...w.records);
       // One conversation at a time, so the drill share holds (the rest of the world's episodes are not used).
       for (const d of buildSftDocuments(w.records, format, { maxSeqLen: seqLen, overflow: 'drop' }).docs) {
         if (stats.conversationTokens >= (1 - drillShare) * budget) break;
@@ -182,10 +201,38 @@ export class RetailStream implements SftSource {
         stats.conversationTokens += d.tokens.length;
       }
     }
-    if (this.spec.copyDrill && drillShare > 0) {
+    // Conversation drills over the step's own expert records, rendered without the system prompt (short documents).
+    const recordDrills: { share: number; make: (seed: number) => TrajectoryRecord[] }[] = [
+      { share: this.spec.identityDrill?.share ?? 0, make: (seed) => identityDrillRecords(records, { documents: 16, seed }) },
+      { share: this.spec.writeDrill?.share ?? 0, make: (seed) => writeDrillRecords(records, { documents: 16, seed }) },
+    ];
+    recordDrills.forEach((drill, i) => {
+      if (drill.share <= 0) return;
+      const rng = new Rng(hash32(this.spec.seed, 0xd2 + i, step));
+      let tokens = 0;
+      for (let round = 0; tokens < drill.share * budget && round < 256; round++) {
+        let made: SftDocument[];
+        try {
+          made = buildSftDocuments(drill.make(rng.int(2 ** 31)), format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
+        } catch {
+          made = []; // none of the step's conversations fits this drill (e.g. no write among them): conversations fill in
+        }
+        if (made.length === 0) {
+          stats.drillsSkipped++;
+          break;
+        }
+        for (const d of made) {
+          docs.push(d);
+          tokens += d.tokens.length;
+        }
+      }
+      stats.drillTokens += tokens;
+    });
+    if (this.spec.copyDrill && this.spec.copyDrill.share > 0) {
       const cd = this.spec.copyDrill;
       const rng = new Rng(hash32(this.spec.seed, 0xd1, step));
-      while (stats.drillTokens < drillShare * budget) {
+      const start = stats.drillTokens;
+      while (stats.drillTokens - start < cd.share * budget) {
         const batch = copyDrillDocuments(tokenizer, { documents: 16, seed: rng.int(2 ** 31), ids: cd.ids, people: cd.people }).filter((d) => d.tokens.length <= seqLen);
         for (const d of batch) {
           docs.push(d);

@@ -58,6 +58,24 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     assert.notEqual(new RetailStream({ ...spec, seed: 4 }, ctx).fingerprint, a.fingerprint);
   });
 
+  it('identity and write drills come from the step\'s own conversations, each up to its share, and leave a stream without them unchanged', async () => {
+    const ctx = await context();
+    const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 }, copyDrill: { share: 0.1 } };
+    const spec = parseRetailStream({ ...base, identityDrill: { share: 0.1 }, writeDrill: { share: 0.1 } });
+    const s = new RetailStream(spec, ctx);
+    await s.stepData(2);
+    const st = s.lastStats!;
+    const budget = ctx.seqLen * ctx.rowsPerStep;
+    assert.equal(st.drillsSkipped, 0, 'this step has identity checks and writes to drill');
+    assert.ok(st.drillTokens >= 0.3 * budget, `three drills fill three shares (${st.drillTokens} of ${budget})`);
+    assert.ok(st.conversationTokens >= 0.7 * budget && st.conversationTokens < 0.7 * budget + ctx.seqLen);
+    const plain = new RetailStream(parseRetailStream(base), ctx);
+    assert.equal(plain.fingerprint, new RetailStream(parseRetailStream({ ...base }), ctx).fingerprint);
+    assert.notEqual(plain.fingerprint, s.fingerprint);
+    assert.throws(() => parseRetailStream({ ...base, identityDrill: { share: 1 } }), /identityDrill\.share/);
+    await assert.rejects(new RetailStream(parseRetailStream({ ...base, copyDrill: { share: 0.5 }, identityDrill: { share: 0.3 }, writeDrill: { share: 0.3 } }), ctx).stepData(0), /add up to/);
+  });
+
   it('never generates an excluded world, and the eval documents come from other worlds', async () => {
     const ctx = await context();
     const spec = parseRetailStream({ seed: 9, tasksPerWorld: 3, world: { products: 20, users: 30, orders: 60 } });
