@@ -222,6 +222,7 @@ export class RetailStream implements SftSource {
           break;
         }
         for (const d of made) {
+          if (tokens >= drill.share * budget) break; // one at a time, so the share holds
           docs.push(d);
           tokens += d.tokens.length;
         }
@@ -255,7 +256,7 @@ export class RetailStream implements SftSource {
  * avoiding excluded worlds; the worlds differ from the training stream's by their seeds).
  */
 export async function streamEvalDocuments(spec: RetailStreamSpec, ctx: RetailStreamContext, steps = 4, salt = 0xe7a1): Promise<SftDocument[]> {
-  const s = new RetailStream({ ...spec, seed: hash32(spec.seed, salt), copyDrill: undefined }, ctx);
+  const s = new RetailStream({ ...spec, seed: hash32(spec.seed, salt), copyDrill: undefined, identityDrill: undefined, writeDrill: undefined }, ctx);
   const out: SftDocument[] = [];
   for (let step = 0; step < steps; step++) {
     const d = await s.stepData(step);

@@ -69,6 +69,10 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     assert.equal(st.drillsSkipped, 0, 'this step has identity checks and writes to drill');
     assert.ok(st.drillTokens >= 0.3 * budget, `three drills fill three shares (${st.drillTokens} of ${budget})`);
     assert.ok(st.conversationTokens >= 0.7 * budget && st.conversationTokens < 0.7 * budget + ctx.seqLen);
+    // Conversation drills are added one document at a time (copy drills come in batches of 16, as they always did).
+    const only = new RetailStream(parseRetailStream({ ...base, copyDrill: undefined, identityDrill: { share: 0.1 }, writeDrill: { share: 0.1 } }), ctx);
+    await only.stepData(2);
+    assert.ok(only.lastStats!.drillTokens < 0.2 * budget + ctx.seqLen, `${only.lastStats!.drillTokens} drill tokens for shares of 0.2 × ${budget} (each drill may pass its share by one document)`);
     const plain = new RetailStream(parseRetailStream(base), ctx);
     assert.equal(plain.fingerprint, new RetailStream(parseRetailStream({ ...base }), ctx).fingerprint);
     assert.notEqual(plain.fingerprint, s.fingerprint);
