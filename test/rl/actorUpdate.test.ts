@@ -1,51 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentLoop } from '../../src/rollout/agentLoop.ts';
 import type { Batch } from '../../src/rollout/batch.ts';
-import { collate } from '../../src/rollout/collate.ts';
-import { flattenGroups, sampleGroups } from '../../src/rollout/groups.ts';
-import { createModelEngine } from '../../src/rollout/modelEngine.ts';
 import { LOSS_AGG_MODES } from '../../src/rl/aggregate.ts';
 import { updateActor } from '../../src/rl/actorUpdate.ts';
 import { parseTrainerConfig, type TrainerConfigInput } from '../../src/rl/config.ts';
 import { GptOssPolicy } from '../../src/rl/modelPolicy.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
-import { tinyTransformer } from './policyFixtures.ts';
+import { tinyTransformer, trainingBatch as seededBatch } from './policyFixtures.ts';
 
 const SEED = 11;
 
-/**
- * A seeded GRPO batch from the tiny gpt-oss on the toy task (3 tasks × n 3 = 9 rows of different lengths), with π_old
- * a little off the rollout (ratios on both sides of the clip), per-sequence advantages and reference log-probs.
- */
-async function trainingBatch(): Promise<{ batch: Batch; vocab: number }> {
-  const s = createToySetup();
-  const model = tinyTransformer(s.tokenizer.vocabSize, SEED);
-  const loop = new AgentLoop({ format: s.format, engine: createModelEngine(model, { maxBatchSize: 9 }), sampling: { temperature: 1 }, maxTurns: 3, maxResponseTokens: 40, maxTokensPerTurn: 8 });
-  const groups = await sampleGroups({ loop, makeEnv: s.makeEnv, groups: [0, 1, 2].map((k) => ({ taskId: `toy-${k}`, uid: `g${k}` })), n: 3, seed: SEED, concurrency: 9 });
-  const { trajectories, uids } = flattenGroups(groups);
-  const batch = collate(trajectories, { padId: s.padId, uids, temperature: 1 });
-  const B = batch.size;
-  const R = batch.tensor('responses').shape[1];
-  const mask = batch.tensor('response_mask').data;
-  const rollout = batch.tensor('rollout_log_probs').data;
-  const old = new Float32Array(B * R);
-  const ref = new Float32Array(B * R);
-  const adv = new Float32Array(B * R);
-  for (let i = 0; i < B; i++) {
-    for (let t = 0; t < R; t++) {
-      const k = i * R + t;
-      if (!mask[k]) continue;
-      old[k] = rollout[k] + 0.3 * Math.sin(1.7 * k) + 0.25 * ((i % 3) - 1);
-      ref[k] = rollout[k] + 0.2 * Math.cos(0.9 * k);
-      adv[k] = [1.2, -0.7, 0.4][i % 3] * (i % 2 === 0 ? 1 : -1);
-    }
-  }
-  batch.setTensor('old_log_probs', old, [B, R]);
-  batch.setTensor('ref_log_prob', ref, [B, R]);
-  batch.setTensor('advantages', adv, [B, R]);
-  return { batch, vocab: s.tokenizer.vocabSize };
-}
 
 /** One optimizer step on a fresh copy of the same tiny model; returns its gradients (unclipped), weights and metrics. */
 async function update(batch: Batch, vocab: number, actor: NonNullable<TrainerConfigInput['actor']>) {
@@ -73,7 +36,7 @@ function maxDiff(a: Float32Array, b: Float32Array): number {
 describe('actor update: mini-batch denominators (the same update however the mini-batch is split)', () => {
   for (const [policyLoss, mode] of [...LOSS_AGG_MODES.map((m) => ['vanilla', m] as const), ['gspo', 'seq-mean-token-mean'] as const]) {
     it(`${policyLoss} + ${mode}, with KL loss and entropy bonus: 1 micro-batch = 3 fixed-size = token-budget micro-batches`, async () => {
-      const { batch, vocab } = await trainingBatch();
+      const { batch, vocab } = await seededBatch(SEED, { reference: true });
       const actor = { policyLoss, lossAggMode: mode };
       const whole = await update(batch, vocab, actor);
       let tokens = 0;

@@ -1,47 +1,16 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentLoop } from '../../src/rollout/agentLoop.ts';
 import type { Batch } from '../../src/rollout/batch.ts';
-import { collate } from '../../src/rollout/collate.ts';
-import { flattenGroups, sampleGroups } from '../../src/rollout/groups.ts';
-import { createModelEngine } from '../../src/rollout/modelEngine.ts';
 import { LOSS_AGG_MODES } from '../../src/rl/aggregate.ts';
 import { updateActor } from '../../src/rl/actorUpdate.ts';
 import { GptOssBackend, LOSS_FNS, tinkerLoss, type Datum, type LossFn } from '../../src/rl/backend.ts';
 import { updateActorViaBackend } from '../../src/rl/backendUpdate.ts';
 import { parseTrainerConfig, type TrainerConfigInput } from '../../src/rl/config.ts';
 import { GptOssPolicy } from '../../src/rl/modelPolicy.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
-import { tinyTransformer } from './policyFixtures.ts';
+import { tinyTransformer, trainingBatch as seededBatch } from './policyFixtures.ts';
 
 const SEED = 11;
 
-/** A seeded GRPO batch from the tiny gpt-oss on the toy task, π_old a little off the rollout (ratios on both sides of the clip). */
-async function trainingBatch(): Promise<{ batch: Batch; vocab: number }> {
-  const s = createToySetup();
-  const model = tinyTransformer(s.tokenizer.vocabSize, SEED);
-  const loop = new AgentLoop({ format: s.format, engine: createModelEngine(model, { maxBatchSize: 9 }), sampling: { temperature: 1 }, maxTurns: 3, maxResponseTokens: 40, maxTokensPerTurn: 8 });
-  const groups = await sampleGroups({ loop, makeEnv: s.makeEnv, groups: [0, 1, 2].map((k) => ({ taskId: `toy-${k}`, uid: `g${k}` })), n: 3, seed: SEED, concurrency: 9 });
-  const { trajectories, uids } = flattenGroups(groups);
-  const batch = collate(trajectories, { padId: s.padId, uids, temperature: 1 });
-  const B = batch.size;
-  const R = batch.tensor('responses').shape[1];
-  const mask = batch.tensor('response_mask').data;
-  const rollout = batch.tensor('rollout_log_probs').data;
-  const old = new Float32Array(B * R);
-  const adv = new Float32Array(B * R);
-  for (let i = 0; i < B; i++) {
-    for (let t = 0; t < R; t++) {
-      const k = i * R + t;
-      if (!mask[k]) continue;
-      old[k] = rollout[k] + 0.3 * Math.sin(1.7 * k) + 0.25 * ((i % 3) - 1);
-      adv[k] = [1.2, -0.7, 0.4][i % 3] * (i % 2 === 0 ? 1 : -1);
-    }
-  }
-  batch.setTensor('old_log_probs', old, [B, R]);
-  batch.setTensor('advantages', adv, [B, R]);
-  return { batch, vocab: s.tokenizer.vocabSize };
-}
 
 const ADAM = { learningRate: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0 };
 
@@ -107,7 +76,7 @@ describe('training backend: Tinker loss definitions (per token, summed)', () => 
 describe('training backend: the GRPO actor update through the seam equals today\'s update', () => {
   for (const mode of LOSS_AGG_MODES) {
     it(`vanilla PPO clip + ${mode}, 2 mini-batches × 3 micro-batches: same pg_loss and weights after the steps`, async () => {
-      const { batch, vocab } = await trainingBatch();
+      const { batch, vocab } = await seededBatch(SEED);
       const { direct, seam, start } = await bothUpdates(batch, vocab, { lossAggMode: mode, ppoMicroBatchSize: 3, clipRatioHigh: 0.28 }, 6);
       assert.equal(seam.metrics['actor/optimizer_steps'], direct.metrics['actor/optimizer_steps']);
       assert.equal(seam.metrics['actor/optimizer_steps'], 2);
@@ -122,13 +91,13 @@ describe('training backend: the GRPO actor update through the seam equals today\
     });
   }
   it('an SFT loss (rft) through cross_entropy weights equals today\'s update', async () => {
-    const { batch, vocab } = await trainingBatch();
+    const { batch, vocab } = await seededBatch(SEED);
     const { direct, seam } = await bothUpdates(batch, vocab, { policyLoss: 'sft', lossAggMode: 'token-mean' });
     assert.ok(Math.abs(seam.metrics['actor/pg_loss'] - direct.metrics['actor/pg_loss']) <= 1e-5 * Math.abs(direct.metrics['actor/pg_loss']));
     for (const [name, w] of direct.weights) assert.ok(maxDiff(seam.weights.get(name)!, w) <= 2e-5, `weights of ${name}`);
   });
   it('refuses what the seam cannot carry, with a message', async () => {
-    const { batch, vocab } = await trainingBatch();
+    const { batch, vocab } = await seededBatch(SEED);
     const backend = new GptOssBackend(new GptOssPolicy(tinyTransformer(vocab, SEED), { optimizer: { lr: 1e-3 }, reference: null }));
     await assert.rejects(updateActorViaBackend(backend, batch, { ...options(batch, { useKlLoss: true }), adam: ADAM }), /KL loss/);
     await assert.rejects(updateActorViaBackend(backend, batch, { ...options(batch, { entropyCoeff: 0.01 }), adam: ADAM }), /entropy bonus/);
