@@ -15,6 +15,8 @@
  *   lr: 1e-5
  *   reference: frozen-copy       # frozen-copy | adapters-off (built only when grpo has a KL loss or KL in the reward)
  * engine: { type: in-process, batching: step, maxBatchSize: 16 }   # or { type: openai, baseUrl, model }
+ * backend: { type: tinker, baseUrl: http://127.0.0.1:8010, model: openai/gpt-oss-20b, lora: { rank: 32 } }
+ *   # optional: the policy's weights live and train on a Tinker-compatible service (docs/tinker.md); GRPO only
  * sft: { data: trajectories.jsonl, outDir: out/sft, config: { ... SftConfig } }   # optional stage before GRPO
  * grpo: { ... TrainerConfig, see config.ts }
  * ```
@@ -35,7 +37,9 @@ import { OpenAICompatibleEngine } from '../rollout/openaiEngine.ts';
 import { GREETING } from '../tooluse/orchestrator.ts';
 import { needsReferencePolicy, parseTrainerConfig, type TrainerConfig } from '../rl/config.ts';
 import { GptOssPolicy } from '../rl/modelPolicy.ts';
+import { BackendEngine, BackendPolicy } from '../rl/backendPolicy.ts';
 import type { Policy } from '../rl/policy.ts';
+import { TinkerBackend } from '../rl/tinker/backend.ts';
 import type { TrainerDeps } from '../rl/trainer.ts';
 import { createToySetup } from '../rl/toy/toyTask.ts';
 
@@ -86,6 +90,38 @@ export const RunFileSchema = z.object({
     model: z.string().optional(),
     concurrency: z.number().int().positive().optional(),
   }).strict().default({ type: 'in-process', batching: 'step', maxBatchSize: 16 }),
+  /**
+   * Where the policy's weights live and train; absent: in process. `type: tinker` is a Tinker-compatible service
+   * (`longrun serve trainer`, the hosted Tinker API; src/rl/tinker/, JSON protocol of the tinker SDK ≤ 0.24.x): the
+   * GRPO/RFT actor update runs there as forward_backward + optim_step (backendUpdate.ts), the old log-probs are a
+   * forward there, the rollouts sample there, checkpoints are saved there (`tinker-state.json` records the path).
+   * The API key comes from the environment (`TINKER_API_KEY`), never from the run file.
+   */
+  backend: z.object({
+    type: z.literal('tinker'),
+    /** Default: env TINKER_BASE_URL, else the hosted service. */
+    baseUrl: z.string().url().optional(),
+    /** The server's base model name (`base_model`), e.g. openai/gpt-oss-20b. */
+    model: z.string().min(1),
+    /** LoRA adapters (the hosted service trains LoRA only); absent: every weight, where the server allows it. */
+    lora: z.object({
+      rank: z.number().int().min(1),
+      /** Adapter initialisation seed (default policy.seed). */
+      seed: z.number().int().min(0).optional(),
+      trainAttn: z.boolean().default(true),
+      trainMlp: z.boolean().default(true),
+      trainUnembed: z.boolean().default(true),
+    }).strict().optional(),
+    /**
+     * Adam's betas and ε sent with every optim_step. Defaults: the in-process AdamW's (0.9, 0.999, 1e-8), so a run
+     * trains the same on either side; the learning rate and decoupled weight decay are policy.lr and policy.weightDecay.
+     */
+    adam: z.object({
+      beta1: z.number().min(0).lt(1).default(0.9),
+      beta2: z.number().min(0).lt(1).default(0.999),
+      eps: z.number().positive().default(1e-8),
+    }).strict().default({ beta1: 0.9, beta2: 0.999, eps: 1e-8 }),
+  }).strict().optional(),
   sft: z.object({
     /** Trajectories JSONL (`longrun rollout` output); or `stream`. */
     data: z.string().optional(),
@@ -165,7 +201,31 @@ export function parseStagesRunFile(raw: unknown): { run: RunFile; trainer: Train
   if (sft && (sft.data === undefined) === (sft.stream === undefined)) throw new Error('invalid run config:\n  sft: give exactly one of sft.data (a trajectories file) and sft.stream (fresh conversations)');
   if (sft?.stream !== undefined && r.data.task !== 'retail-synth') throw new Error(`invalid run config:\n  sft.stream: streams retail-synth conversations; task is ${r.data.task}`);
   if (r.data.sft?.stream !== undefined && r.data.grpo === undefined && r.data.sft.config.steps === undefined) throw new Error('invalid run config:\n  sft.config.steps: a streamed SFT stage needs a step count');
-  return { run: r.data, trainer: r.data.grpo === undefined ? null : parseTrainerConfig(r.data.grpo) };
+  const trainer = r.data.grpo === undefined ? null : parseTrainerConfig(r.data.grpo);
+  if (r.data.backend) {
+    const bad = backendConflicts(r.data, trainer);
+    if (bad.length) throw new Error(`invalid run config:\n${bad.map((l) => `  ${l}`).join('\n')}`);
+  }
+  return { run: r.data, trainer };
+}
+
+/** What a run on a training backend (`backend:`) cannot do, as `path: reason` lines. */
+function backendConflicts(run: RunFile, trainer: TrainerConfig | null): string[] {
+  const out: string[] = [];
+  const why = 'the backend trains through Tinker\'s losses only (src/rl/backendUpdate.ts)';
+  if (run.policy.type !== 'gpt-oss') out.push(`policy.type: a run on a training backend needs policy.type gpt-oss (its tokenizer and chat format), not ${run.policy.type}`);
+  if (run.sft) out.push('sft: the SFT stage trains in process; run it without backend first, or drop it (a backend run is GRPO/RFT only)');
+  if (run.curriculum) out.push('curriculum: the copy curriculum trains in process; run it without backend first, or drop it');
+  if (run.engine.type === 'openai') out.push('engine.type: with a backend the rollouts sample on the backend; drop engine.type openai');
+  if (trainer === null) out.push('grpo: a run on a training backend needs a grpo section');
+  else {
+    if (trainer.actor.useKlLoss) out.push(`grpo.actor.useKlLoss: ${why}; a KL loss needs a reference model`);
+    if (trainer.algorithm.useKlInReward) out.push('grpo.algorithm.useKlInReward: a run on a training backend builds no reference model');
+    if (trainer.actor.entropyCoeff !== 0) out.push(`grpo.actor.entropyCoeff: ${why}; no entropy bonus`);
+    if (trainer.actor.policyLoss === 'gspo') out.push(`grpo.actor.policyLoss: ${why}; gspo has none (vanilla → ppo, sft → cross_entropy)`);
+    if (trainer.rollout.temperature !== 1) out.push(`grpo.rollout.temperature: a training backend scores at temperature 1; got ${trainer.rollout.temperature}`);
+  }
+  return out;
 }
 
 export function parseRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig } {
@@ -192,6 +252,8 @@ export function runFileFromCheckpoint(raw: unknown, checkpoint: string, options:
 
 export interface BuiltRun {
   deps: Omit<TrainerDeps, 'config' | 'log'>;
+  /** Ends what the run holds open (a training backend's session). */
+  close?: () => Promise<void>;
   /** The gpt-oss model, when the policy is one (for the SFT stage). */
   model?: GptOssModel;
   tokenizer: Tokenizer;
@@ -210,6 +272,27 @@ function engineFor(run: RunFile, model: GptOssModel | undefined, fallback: Infer
   }
   if (fallback) return fallback;
   throw new Error('no in-process engine for this policy');
+}
+
+interface PolicyAndEngine {
+  model?: GptOssModel;
+  policy: Policy;
+  engine: InferenceEngine;
+  actorUpdate?: TrainerDeps['actorUpdate'];
+  close?: () => Promise<void>;
+}
+
+/** The gpt-oss policy and its rollout engine: in process (`gptOss`), or on the run's training backend. */
+async function policyAndEngine(run: RunFile, vocabSize: number): Promise<PolicyAndEngine> {
+  const b = run.backend;
+  if (!b) {
+    const { model, policy } = gptOss(run, vocabSize);
+    return { model, policy, engine: engineFor(run, model, undefined) };
+  }
+  const lora = b.lora && { rank: b.lora.rank, seed: b.lora.seed ?? run.policy.seed, train_attn: b.lora.trainAttn, train_mlp: b.lora.trainMlp, train_unembed: b.lora.trainUnembed };
+  const backend = await TinkerBackend.create({ baseUrl: b.baseUrl, baseModel: b.model, lora });
+  const policy = new BackendPolicy(backend, { learningRate: run.policy.lr ?? 1e-5, beta1: b.adam.beta1, beta2: b.adam.beta2, eps: b.adam.eps, weightDecay: run.policy.weightDecay });
+  return { policy, engine: new BackendEngine(backend), actorUpdate: policy.actorUpdate(), close: () => backend.close() };
 }
 
 /**
@@ -239,8 +322,8 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
     const s = createToySetup({ lr: run.policy.type === 'tabular' ? run.policy.lr : undefined });
     const common = { format: s.format as ChatFormat, makeEnv: s.makeEnv as () => AgentEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId };
     if (run.policy.type === 'tabular') return { deps: { ...common, policy: s.policy, engine: engineFor(run, undefined, s.engine) }, tokenizer: s.tokenizer };
-    const { model, policy } = gptOss(run, s.tokenizer.vocabSize);
-    return { deps: { ...common, policy, engine: engineFor(run, model, undefined) }, model, tokenizer: s.tokenizer };
+    const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, s.tokenizer.vocabSize);
+    return { deps: { ...common, policy, engine, actorUpdate }, model, tokenizer: s.tokenizer, close };
   }
   if (run.policy.type !== 'gpt-oss') throw new Error(`policy.type ${run.policy.type} only works with task: toy`);
   if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file or o200k_harmony)');
@@ -252,12 +335,14 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
   const o = run.taskOptions;
   const train = loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.split }).tasks.slice(0, o.maxTasks);
   const val = o.valSplit ? loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.valSplit }).tasks : undefined;
-  const { model, policy } = gptOss(run, tokenizer.vocabSize);
+  const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, tokenizer.vocabSize);
   const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
   return {
+    close,
     deps: {
       policy,
-      engine: engineFor(run, model, undefined),
+      engine,
+      actorUpdate,
       format,
       makeEnv: () => makeRetailEnv(version, { dataDir: o.dataDir, split: o.split }),
       trainTasks: train.map((t) => t.id),
@@ -291,16 +376,18 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const valSet = o.valDir ? readTaskSet(o.valDir) : undefined;
   const tokenizer = loadTokenizer(run.policy.tokenizer);
   const format = createChatFormat(run.policy.format, tokenizer);
-  const { model, policy } = gptOss(run, tokenizer.vocabSize);
+  const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, tokenizer.vocabSize);
   const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
   const envOptions = { maxSteps: o.maxSteps };
   // The same system prompt and tool schemas for the SFT data and the rollouts (train and validation).
   const conversation = conversationDefaults(trainSet, o.tools);
   const families = new Map([...trainSet.tasks, ...(valSet?.tasks ?? [])].map((t) => [t.id, t.longrun.family]));
   return {
+    close,
     deps: {
       policy,
-      engine: engineFor(run, model, undefined),
+      engine,
+      actorUpdate,
       format,
       makeEnv: () => makeSynthRetailEnv(trainSet, envOptions),
       trainTasks: trainTasksOf(trainSet.tasks, o),

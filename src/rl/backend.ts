@@ -4,7 +4,8 @@
  * `forwardBackward` over datums with a named loss (gradients accumulate), `optimStep` with Adam parameters (applies
  * and clears them), `sample` with per-token log-probs, and weights saved and loaded by name. The client owns the
  * data, the rollouts and the RL loop; the backend owns forward, backward, the optimizer and sampling, in process
- * (`GptOssBackend`, below) or behind HTTP (`src/serve/trainer-server.ts`, the Tinker JSON protocol).
+ * (`GptOssBackend`, below) or behind HTTP with the Tinker JSON protocol (`TinkerBackend`, tinker/backend.ts, is the
+ * client; `src/serve/trainer-server.ts` serves a `GptOssBackend` that way).
  *
  * A datum is one document: model input tokens x[0..N) and, per position n, the target token y[n] the position is
  * scored on (normally x[n+1]) and the loss inputs of that position. The losses are the Tinker docs' definitions,
@@ -25,8 +26,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { clipGradNorm, globalNorm } from '../engine/index.ts';
-import { generate } from '../model/generate.ts';
 import type { GptOssModel } from '../model/model.ts';
+import { modelGenerateBatch } from '../rollout/modelEngine.ts';
 import type { GptOssPolicy } from './modelPolicy.ts';
 
 export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro';
@@ -76,6 +77,7 @@ export interface SampleParams {
   temperature?: number;
   topK?: number;
   topP?: number;
+  /** The same seed gives the same samples (default 0). */
   seed?: number;
   /** Stop after sampling one of these tokens (kept in the output). */
   stopTokens?: readonly number[];
@@ -187,6 +189,25 @@ export function tinkerLoss(lossFn: LossFn, lp: ArrayLike<number>, inputs: LossIn
 }
 
 /**
+ * `n` samples of `prompt` from a model (the seam's `sample`, in process). Sample k is one in-process engine request
+ * seeded seed + k·φ (k = 0: the seed itself), so one sample through the seam is the token sequence the rollout engine
+ * samples for the same request (src/rollout/modelEngine.ts).
+ */
+export async function sampleModel(model: GptOssModel, prompt: readonly number[], n: number, params: SampleParams): Promise<SampledSequence[]> {
+  if (!(Number.isInteger(n) && n >= 1)) throw new Error(`sample: num_samples must be a positive integer, got ${n}`);
+  if (!(Number.isInteger(params.maxTokens) && params.maxTokens >= 1)) throw new Error(`sample: max_tokens must be a positive integer, got ${params.maxTokens}`);
+  const V = model.config.vocab_size;
+  if (prompt.length === 0) throw new Error('sample: the prompt is empty');
+  for (const t of prompt) if (!(Number.isInteger(t) && t >= 0 && t < V)) throw new Error(`sample: prompt token ${t} is not an id in [0, ${V})`);
+  const seed = params.seed ?? 0;
+  const out = await modelGenerateBatch(model)(Array.from({ length: n }, (_, k) => ({
+    tokens: prompt, maxNewTokens: params.maxTokens, temperature: params.temperature ?? 1, topK: params.topK, topP: params.topP,
+    seed: (seed + Math.imul(k, 0x9e3779b9)) >>> 0, stop: params.stopTokens ?? [],
+  })));
+  return out.map((s) => ({ tokens: s.tokens, logprobs: s.logprobs, stopReason: s.finishReason === 'stop' ? 'stop' : 'length' }));
+}
+
+/**
  * The in-process gpt-oss model behind the seam. Built from a `GptOssPolicy` it shares that policy's model and AdamW,
  * so the two views of one engine stay in step. Datums are packed into one sequence of documents per call.
  */
@@ -254,15 +275,7 @@ export class GptOssBackend implements TrainingBackend {
   }
 
   async sample(prompt: readonly number[], n: number, params: SampleParams): Promise<SampledSequence[]> {
-    if (!(Number.isInteger(n) && n >= 1)) throw new Error(`sample: num_samples must be a positive integer, got ${n}`);
-    if (!(Number.isInteger(params.maxTokens) && params.maxTokens >= 1)) throw new Error(`sample: max_tokens must be a positive integer, got ${params.maxTokens}`);
-    const V = this.model.config.vocab_size;
-    if (prompt.length === 0) throw new Error('sample: the prompt is empty');
-    for (const t of prompt) if (!(Number.isInteger(t) && t >= 0 && t < V)) throw new Error(`sample: prompt token ${t} is not an id in [0, ${V})`);
-    const out = generate(this.model, Array.from({ length: n }, () => prompt), {
-      maxNewTokens: params.maxTokens, temperature: params.temperature ?? 1, topK: params.topK, topP: params.topP, seed: params.seed, stopTokenIds: params.stopTokens,
-    });
-    return out.sequences.map((s) => ({ tokens: Array.from(s.tokens), logprobs: Array.from(s.logprobs), stopReason: s.finishReason }));
+    return sampleModel(this.model, prompt, n, params);
   }
 
   async saveState(dir: string): Promise<void> {

@@ -14,7 +14,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { clipGradNorm, globalNorm, memoryReport, type AdamW, type AdamWOptions } from '../engine/index.ts';
-import { loadCheckpoint as loadModelCheckpoint, loadWeightsInto, saveModel } from '../model/checkpoint/index.ts';
+import { loadCheckpoint as loadModelCheckpoint, loadWeightsInto, readSafetensors, saveModel, writeSafetensors } from '../model/checkpoint/index.ts';
 import type { GptOssModel } from '../model/model.ts';
 import type { Batch } from '../rollout/batch.ts';
 import { batchDims, type OptimizerStepResult, type Policy, type PolicyForward, type PolicyForwardOptions } from './policy.ts';
@@ -173,10 +173,15 @@ export class GptOssPolicy implements Policy {
     this.syncs++;
   }
 
-  /** `dir/model` (safetensors + config) and `dir/optimizer.bin` (m and v of every trainable tensor) + `dir/optimizer.json`. */
+  /**
+   * `dir/model` (safetensors + config), `dir/adapters.safetensors` (the LoRA adapters, when the model has any) and
+   * `dir/optimizer.bin` (m and v of every trainable tensor) + `dir/optimizer.json`.
+   */
   async saveCheckpoint(dir: string): Promise<void> {
     mkdirSync(dir, { recursive: true });
     saveModel(join(dir, 'model'), this.model);
+    const extras = this.model.extraParameters();
+    if (extras.size > 0) writeSafetensors(join(dir, 'adapters.safetensors'), new Map([...extras].map(([n, t]) => [n, { dtype: 'F32' as const, shape: [...t.shape], data: () => t.data() }])));
     const n = this.optimizer.params.length;
     const parts: Float32Array[] = [];
     for (let i = 0; i < n; i++) {
@@ -197,6 +202,15 @@ export class GptOssPolicy implements Policy {
   async loadCheckpoint(dir: string): Promise<void> {
     const loaded = loadModelCheckpoint(join(dir, 'model'));
     loadWeightsInto(this.model, loaded.params);
+    const extras = this.model.extraParameters();
+    if (extras.size > 0) {
+      const adapters = readSafetensors(join(dir, 'adapters.safetensors')).tensors;
+      for (const [name, t] of extras) {
+        const a = adapters.get(name);
+        if (!a || a.data.length !== t.size) throw new Error(`${dir}/adapters.safetensors has no adapter '${name}' of ${t.size} values (a checkpoint of another LoRA config?)`);
+        t.data().set(a.data as Float32Array);
+      }
+    }
     const meta = JSON.parse(readFileSync(join(dir, 'optimizer.json'), 'utf8')) as { format: string; step: number; lr: number; tensors: number; values: number };
     if (meta.format !== 'longrun-adamw-v1' || meta.tensors !== this.optimizer.params.length) throw new Error(`${dir}/optimizer.json does not match this model's optimizer (${this.optimizer.params.length} tensors)`);
     const buf = readFileSync(join(dir, 'optimizer.bin'));

@@ -5,11 +5,13 @@
  * `/api/v1/client/config` turns `proto_write_fwdbwd` on, which this server never does).
  *
  * Every training call returns a future `{request_id, model_id}`; `/api/v1/retrieve_future` answers its result, an
- * `{error, category}` failure, or `{type: "try_again"}` while it runs. Calls on one model execute in `seq_id` order
+ * `{error, category}` failure, or `{type: "try_again"}` while it runs (after waiting up to `longPollMs` for it to end,
+ * so a client's next poll usually gets the result). Calls on one model execute in `seq_id` order
  * (a call that arrives early waits for its predecessors), whatever order they arrive in. Sessions are created and
  * kept alive by heartbeats. Weights: `save_weights` writes weights + optimizer state under the checkpoint folder and
  * answers a `tinker://<model_id>/weights/<name>` path that `load_weights` reads back; `save_weights_for_sampler`
- * snapshots the weights in memory for sampling sessions.
+ * snapshots the weights (base and LoRA adapters) in memory for sampling sessions. Sampling is `sampleModel`'s
+ * (src/rl/backend.ts): one sample with seed s draws exactly what the in-process rollout engine draws for seed s.
  *
  * Robustness: bodies are bounded (`maxBodyBytes`, 413), JSON depth is bounded, every field is checked (400 with the
  * field named), unknown ids are 404, and an exception inside a call fails that call's future, never the server.
@@ -20,7 +22,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { applyLora, type LoraTarget } from '../model/lora.ts';
 import type { GptOssModel } from '../model/model.ts';
-import { DEFAULT_ADAM, GptOssBackend, LOSS_FNS, type AdamParams, type Datum, type LossConfig, type LossFn, type LossInputs } from '../rl/backend.ts';
+import { DEFAULT_ADAM, GptOssBackend, LOSS_FNS, sampleModel, type AdamParams, type Datum, type LossConfig, type LossFn, type LossInputs } from '../rl/backend.ts';
 import { GptOssPolicy } from '../rl/modelPolicy.ts';
 import { badRequest, HttpError, notFound } from './http-errors.ts';
 import { jsonDepthExceeds, readJsonBody, sendError, sendJson, tokenMatches } from './http-util.ts';
@@ -65,6 +67,11 @@ export interface TrainerServerOptions {
   maxModels?: number;
   /** Testing the clients' retry paths: the first retrieve of every future answers this HTTP status (408 or 200 + try_again). */
   firstRetrieve?: 'try_again' | 408;
+  /**
+   * How long `retrieve_future` waits for a future that is not done before answering `try_again` (long polling, as the
+   * hosted service does; the SDK waits up to 45 s for an answer). Default 10 000 ms; 0 answers at once.
+   */
+  longPollMs?: number;
 }
 
 interface ModelEntry {
@@ -78,12 +85,16 @@ interface ModelEntry {
 
 interface FutureEntry {
   done: boolean;
+  /** Called once when the future resolves (long-polling retrieves wait on it). */
+  waiters: (() => void)[];
   result?: unknown;
   error?: { error: string; category: 'user' | 'server' };
   retrieved: number;
 }
 
 const MAX_SEQ_AHEAD = 10_000;
+/** Sampling-session snapshots kept per training model (older sessions answer 404). */
+const SESSION_SNAPSHOTS = 4;
 /** Endpoints the SDK reads with GET. */
 const GET_ROUTES = new Set(['/api/v1/healthz', '/api/v1/get_server_capabilities']);
 
@@ -156,24 +167,36 @@ export interface TrainerServer {
 export async function startTrainerServer(o: TrainerServerOptions): Promise<TrainerServer> {
   const maxBody = o.maxBodyBytes ?? 64 * 1024 * 1024;
   const maxModels = o.maxModels ?? 8;
+  const longPollMs = o.longPollMs ?? 10_000;
   const sessions = new Map<string, { lastHeartbeat: number; models: number }>();
   const models = new Map<string, ModelEntry>();
   const futures = new Map<string, FutureEntry>();
   const samplerWeights = new Map<string, { lora: TinkerLoraConfig | null; weights: Map<string, Float32Array> }>();
   const samplingSessions = new Map<string, string>();
-  const samplers = new Map<string, GptOssModel>();
+  /**
+   * One sampling model per LoRA config (built once from `makeBase`), holding the snapshot it was last given; a sample
+   * runs to completion before the next request is handled, so swapping a snapshot in never meets a sample in flight.
+   */
+  const samplerModels = new Map<string, { model: GptOssModel; loaded: string | null }>();
+  let baseSampler: GptOssModel | null = null;
+  /** Per training model, the sampler snapshots made for sampling sessions (the newest few are kept). */
+  const sessionSnapshots = new Map<string, string[]>();
 
   const newFuture = (run: () => Promise<unknown>): string => {
     const id = randomUUID();
-    const f: FutureEntry = { done: false, retrieved: 0 };
+    const f: FutureEntry = { done: false, retrieved: 0, waiters: [] };
     futures.set(id, f);
+    const settle = () => {
+      f.done = true;
+      for (const w of f.waiters.splice(0)) w();
+    };
     run().then((result) => {
       f.result = result;
-      f.done = true;
+      settle();
     }, (err: unknown) => {
-      const user = err instanceof HttpError || (err instanceof Error && /^(datum|loss_fn_config|sample|forward_backward|unknown loss)|AdamW|LoRA/.test(err.message));
+      const user = err instanceof HttpError || err instanceof RangeError || (err instanceof Error && /^(datum|loss_fn_config|sample|forward_backward|generation request|unknown loss)|AdamW|LoRA/.test(err.message));
       f.error = { error: err instanceof Error ? err.message : String(err), category: user ? 'user' : 'server' };
-      f.done = true;
+      settle();
     });
     return id;
   };
@@ -250,17 +273,22 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
   };
 
   const samplerFor = (path: string): GptOssModel => {
-    let s = samplers.get(path);
-    if (s) return s;
     const snap = samplerWeights.get(path);
-    if (!snap) throw notFound('unknown_model_path', `no sampler weights at ${JSON.stringify(path.slice(0, 200))} (save them with save_weights_for_sampler)`);
-    s = createTrainingModel(o.makeBase, snap.lora);
-    for (const [name, p] of s.parameters()) {
-      const w = snap.weights.get(name);
-      if (w) p.data().set(w);
+    if (!snap) throw notFound('unknown_model_path', `no sampler weights at ${JSON.stringify(path.slice(0, 200))} (save them with save_weights_for_sampler; a sampling session's weights are kept for its model's ${SESSION_SNAPSHOTS} newest sessions)`);
+    const key = JSON.stringify(snap.lora);
+    let s = samplerModels.get(key);
+    if (!s) {
+      s = { model: createTrainingModel(o.makeBase, snap.lora), loaded: null };
+      samplerModels.set(key, s);
     }
-    samplers.set(path, s);
-    return s;
+    if (s.loaded !== path) {
+      for (const [name, p] of [...s.model.parameters(), ...s.model.extraParameters()]) {
+        const w = snap.weights.get(name);
+        if (w) p.data().set(w);
+      }
+      s.loaded = path;
+    }
+    return s.model;
   };
 
   const sampleWith = async (modelRef: GptOssModel, body: Record<string, unknown>) => {
@@ -277,8 +305,7 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       stop = numbers('sampling_params.stop', sp.stop, true);
     }
     const topK = field(sp, 'top_k', (v): v is number => typeof v === 'number' && Number.isInteger(v), 'an integer', true);
-    const backend = new GptOssBackend(new GptOssPolicy(modelRef, { optimizer: { lr: 0 }, reference: null }));
-    const seqs = await backend.sample(prompt, n, {
+    const seqs = await sampleModel(modelRef, prompt, n, {
       maxTokens, temperature: field(sp, 'temperature', isNum, 'a number', true) ?? 1, topK: topK !== undefined && topK > 0 ? topK : undefined,
       topP: field(sp, 'top_p', isNum, 'a number', true), seed: field(sp, 'seed', isInt, 'a non-negative integer', true), stopTokens: stop,
     });
@@ -375,9 +402,21 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       const name = sampling !== undefined ? `sampler-${randomUUID()}` : nameOf(b, `sampler-${Date.now()}`);
       return { request_id: ordered(m, seqOf(b), async () => {
         const path = `tinker://${m.id}/sampler_weights/${name}`;
-        samplerWeights.set(path, { lora: m.lora, weights: new Map([...m.backend.model.parameters()].map(([k, t]) => [k, Float32Array.from(t.data())])) });
-        samplers.delete(path);
+        // Base weights and LoRA adapters.
+        const tensors = [...m.backend.model.parameters(), ...m.backend.model.extraParameters()];
+        samplerWeights.set(path, { lora: m.lora, weights: new Map(tensors.map(([k, t]) => [k, Float32Array.from(t.data())])) });
+        for (const s of samplerModels.values()) if (s.loaded === path) s.loaded = null;
         if (sampling === undefined) return { type: 'save_weights_for_sampler', path };
+        // A trainer makes one of these per optimizer step: only the newest few are kept, so memory stays bounded.
+        const kept = sessionSnapshots.get(m.id) ?? [];
+        kept.push(path);
+        while (kept.length > SESSION_SNAPSHOTS) {
+          const old = kept.shift()!;
+          samplerWeights.delete(old);
+          for (const [sid, p] of samplingSessions) if (p === old) samplingSessions.delete(sid);
+          for (const s of samplerModels.values()) if (s.loaded === old) s.loaded = null;
+        }
+        sessionSnapshots.set(m.id, kept);
         const sid = randomUUID();
         samplingSessions.set(sid, path);
         return { type: 'save_weights_for_sampler', path, sampling_session_id: sid };
@@ -402,16 +441,29 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       }
       const ref = path === undefined || path.startsWith('base:') ? null : path;
       if (ref === null && path === undefined && field(b, 'base_model', isStr, 'a model name', true) !== o.baseModel) throw badRequest('invalid_request', `give sampling_session_id, model_path or base_model ${JSON.stringify(o.baseModel)}`);
-      const sampler = ref ? samplerFor(ref) : o.makeBase();
+      const sampler = ref ? samplerFor(ref) : (baseSampler ??= o.makeBase());
       return { request_id: newFuture(() => sampleWith(sampler, b)) };
     },
-    '/api/v1/retrieve_future': (b) => {
+    '/api/v1/retrieve_future': async (b) => {
       const id = field(b, 'request_id', isStr, 'a request id')!;
       const f = futures.get(id);
       if (!f) throw notFound('unknown_request', `no request ${JSON.stringify(id.slice(0, 100))} on this server`);
       f.retrieved++;
       if (o.firstRetrieve === 408 && f.retrieved === 1) throw new HttpError(408, 'request_timeout', 'not done yet; retry');
-      if (!f.done || (o.firstRetrieve === 'try_again' && f.retrieved === 1)) return { type: 'try_again', request_id: id, queue_state: 'active' };
+      if (o.firstRetrieve === 'try_again' && f.retrieved === 1) return { type: 'try_again', request_id: id, queue_state: 'active' };
+      if (!f.done && longPollMs > 0) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(done, longPollMs);
+          function done() {
+            clearTimeout(t);
+            const k = f!.waiters.indexOf(done);
+            if (k >= 0) f!.waiters.splice(k, 1);
+            resolve();
+          }
+          f.waiters.push(done);
+        });
+      }
+      if (!f.done) return { type: 'try_again', request_id: id, queue_state: 'active' };
       return f.error ?? f.result;
     },
   };
@@ -454,6 +506,8 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
     url: `http://${host}:${addr.port}`,
     server,
     close: () => new Promise<void>((resolve) => {
+      // Long-polling retrieves end now (their connections are closed below), so no timer outlives the server.
+      for (const f of futures.values()) for (const w of f.waiters.splice(0)) w();
       server.closeAllConnections();
       server.close(() => resolve());
     }),

@@ -189,3 +189,30 @@ describe('GptOssPolicy (tiny transformer)', () => {
     }
   });
 });
+
+describe('GptOssPolicy checkpoints with LoRA adapters', () => {
+  it('saves and restores the adapters with the weights and optimizer state; a checkpoint without them is refused', async () => {
+    const { applyLora } = await import('../../src/model/lora.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-lora-ckpt-'));
+    try {
+      const lora = (seed: number) => {
+        const m = tinyTransformer(12, 5);
+        applyLora(m, { rank: 2, alpha: 4, seed });
+        return new GptOssPolicy(m, { optimizer: { lr: 1e-3 }, reference: 'adapters-off' });
+      };
+      const a = lora(1);
+      // Non-zero adapters (B starts at zero): fill them with a pattern.
+      for (const [, t] of a.model.extraParameters()) t.data().forEach((_, i, arr) => (arr[i] = Math.sin(i + t.size)));
+      await a.saveCheckpoint(join(dir, 'a'));
+      const b = lora(2);
+      await b.loadCheckpoint(join(dir, 'a'));
+      for (const [name, t] of a.model.extraParameters()) assert.deepEqual(Array.from(b.model.extraParameters().get(name)!.data()), Array.from(t.data()), name);
+      const plain = new GptOssPolicy(tinyTransformer(12, 5), { optimizer: { lr: 1e-3 }, reference: null });
+      await plain.saveCheckpoint(join(dir, 'plain'));
+      const c = lora(3);
+      await assert.rejects(c.loadCheckpoint(join(dir, 'plain')), /optimizer\.json does not match|adapters/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
