@@ -8,6 +8,11 @@
  * groups); one that copies goes towards 0. `p>0.5` is the share of digit tokens the model gives more than half its
  * probability.
  *
+ * `callP50` is the share of the assistant's tool calls (function name and JSON arguments) whose every token gets more than
+ * half the model's probability under teacher forcing, so greedy decoding would write the call exactly; `callP50ByTool`
+ * splits it by tool.
+ * A config with `sft.stream` is scored on the stream's held-out conversations (the eval loss's).
+ *
  * `--address` scores the last N documents that write an address instead, and splits out the address tokens of the write
  * call (`address1`, `address2`, `city`, `state`, `zip`: copied from the customer's sentence) as `addressNll`.
  *
@@ -18,7 +23,9 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { sftDocuments } from '../src/cli/train.ts';
 import { microBatchInput } from '../src/rl/packing.ts';
-import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/recipes/trainSetup.ts';
+import type { SftDocument } from '../src/rl/packing.ts';
+import { heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } from '../src/recipes/retail/stream.ts';
+import { buildRun, parseStagesRunFile, runFileFromCheckpoint } from '../src/recipes/trainSetup.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false } } });
 if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N] [--address]');
@@ -27,10 +34,20 @@ if (!(Number.isInteger(n) && n > 0)) throw new Error(`--docs must be a positive 
 const raw = runFileFromCheckpoint(parse(readFileSync(a.config, 'utf8')), a.checkpoint, { keepSft: true }) as Record<string, unknown>;
 if (!raw.sft) throw new Error(`${a.config} has no sft section (copy-nll scores its expert documents)`);
 for (const k of ['copyDrill', 'identityDrill', 'addressDrill', 'writeDrill']) delete (raw.sft as Record<string, unknown>)[k]; // expert documents only
-const { run } = parseRunFile(raw);
+const { run } = parseStagesRunFile(raw);
 const built = await buildRun(run);
 if (!built.model) throw new Error('the config has no gpt-oss policy');
-const { docs } = await sftDocuments(run, built);
+/** A streamed stage is scored on its held-out conversations (fresh worlds under another seed, no drills). */
+async function documents(): Promise<SftDocument[]> {
+  if (run.sft?.stream === undefined) return (await sftDocuments(run, built)).docs;
+  if (!built.conversation) throw new Error('sft.stream needs task retail-synth');
+  const spec = parseRetailStream(run.sft.stream);
+  const held = heldOutWorldSeeds([run.taskOptions.dataDir, run.taskOptions.valDir]);
+  const seqLen = Number((run.sft.config as { seqLen?: number } | undefined)?.seqLen ?? 6144);
+  return streamEvalDocuments({ ...spec, excludeWorldSeeds: [...spec.excludeWorldSeeds, ...held] },
+    { format: built.deps.format, tokenizer: built.tokenizer, conversation: built.conversation, seqLen, rowsPerStep: 3 }, Math.ceil(n / 6) + 1);
+}
+const docs = await documents();
 const digit = new Map<number, boolean>();
 const isDigit = (id: number) => {
   let v = digit.get(id);
@@ -51,10 +68,18 @@ function addressSpans(text: string): { start: number; end: number; field: string
   for (let m; (m = re.exec(text));) spans.push({ start: m.index + m[0].length - 1 - m[2].length, end: m.index + m[0].length - 1, field: m[1] });
   return spans;
 }
+/** Character spans of tool calls: from the function name after `to=functions.` to the end of the JSON arguments. */
+function callSpans(text: string): { start: number; end: number; tool: string }[] {
+  const spans: { start: number; end: number; tool: string }[] = [];
+  const re = /to=functions\.([a-z_]+)[^]*?<\|message\|>([^]*?)<\|call\|>/g;
+  for (let m; (m = re.exec(text));) spans.push({ start: m.index + 'to=functions.'.length, end: m.index + m[0].length - '<|call|>'.length, tool: m[1] });
+  return spans;
+}
 const writesAddress = (text: string) => /to=functions\.(modify_pending_order_address|modify_user_address)/.test(text);
 /** Name- and address-token NLL by argument and by place: the first token of the value (found by meaning) or a later one. */
 const byPlace = new Map<string, { nll: number; tokens: number }>();
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
+const byTool = new Map<string, { ok: number; calls: number }>();
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
 const scored = a.address ? docs.filter((d) => writesAddress(built.tokenizer.decode([...d.tokens]))).slice(-n) : docs.slice(-n);
 if (scored.length === 0) throw new Error('copy-nll: no document to score');
@@ -70,8 +95,14 @@ for (const d of scored) {
   }
   if (text !== built.tokenizer.decode([...d.tokens])) throw new Error('copy-nll: token offsets do not reproduce the document text');
   const spans = nameSpans(text), addrSpans = a.address ? addressSpans(text) : [];
+  const calls = callSpans(text).map((c) => ({ ...c, ok: true, scored: 0 }));
   for (let i = 0; i < x.targets.length; i++) {
     if (!x.assistantMask[i]) continue;
+    const call = calls.find((c) => starts[i] >= c.start && starts[i] < c.end);
+    if (call) {
+      call.scored++;
+      if (!(r.logprobs[i] > Math.log(0.5))) call.ok = false;
+    }
     const span = spans.find((sp) => starts[i] >= sp.start && starts[i] < sp.end);
     const addr = addrSpans.find((sp) => starts[i] >= sp.start && starts[i] < sp.end);
     const place = addr ?? span;
@@ -99,6 +130,15 @@ for (const d of scored) {
       others++;
     }
   }
+  for (const c of calls) {
+    if (c.scored === 0) continue; // a call outside the loss mask (not the assistant's)
+    const b = byTool.get(c.tool) ?? { ok: 0, calls: 0 };
+    b.calls++;
+    if (c.ok) b.ok++;
+    byTool.set(c.tool, b);
+  }
 }
-console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
+const callTotals = [...byTool.values()].reduce((t, b) => ({ ok: t.ok + b.ok, calls: t.calls + b.calls }), { ok: 0, calls: 0 });
+console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, calls: callTotals.calls, callP50: callTotals.ok / callTotals.calls,
+  callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
   nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others }));

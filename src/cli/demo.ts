@@ -55,7 +55,7 @@ export function demoRunFile(o: DemoOptions): Record<string, unknown> {
       algorithm: { advEstimator: 'grpo', rolloutCorrection: { bypassMode: true } },
       trainer: {
         totalSteps: q ? 1 : 4, seed: o.seed, testFreq: q ? 1 : 4, valN: 1, valTemperature: 1, saveFreq: q ? 1 : 4,
-        checkpointDir: d('grpo'), metricsFile: d('grpo/metrics.jsonl'), resume: false,
+        checkpointDir: d('grpo'), metricsFile: d('grpo/metrics.jsonl'), episodesFile: d('grpo/episodes.jsonl'), resume: false,
       },
     },
   };
@@ -137,8 +137,9 @@ export async function runDemo(o: DemoOptions, print: (line: string) => void = co
   const delta = summary.after.reward - summary.before.reward;
   print(`change in held-out mean@1 reward over ${summary.after.step - summary.before.step} GRPO steps: ${delta >= 0 ? '+' : ''}${f3(delta)} ` +
     `(${summary.before.episodes} validation episodes each; a few steps of a tiny model — measured, not promised)`);
-  print(`files: ${join(o.out, 'grpo', 'metrics.jsonl')} (GRPO metrics), ${join(o.out, 'sft', 'metrics.jsonl')} (SFT metrics), ` +
-    `${join(o.out, 'grpo')}/step_*/ (checkpoints), ${join(o.out, 'summary.json')}`);
+  print(`files: ${join(o.out, 'grpo', 'metrics.jsonl')} (GRPO metrics), ${join(o.out, 'grpo', 'episodes.jsonl')} (GRPO episodes), ` +
+    `${join(o.out, 'sft', 'metrics.jsonl')} (SFT metrics), ${join(o.out, 'grpo')}/step_*/ (checkpoints), ${join(o.out, 'summary.json')}`);
+  print(`see them in the browser: longrun dashboard ${o.out}`);
   print(`demo done in ${summary.wallSeconds.toFixed(1)} s`);
   if (!existsSync(join(o.out, 'grpo', 'latest'))) throw new Error('demo: no GRPO checkpoint was written');
   return summary;

@@ -10,6 +10,7 @@ import { parse as parseYaml } from 'yaml';
 import { GptOssPolicy } from '../rl/modelPolicy.ts';
 import { listCheckpoints } from '../rl/sftCheckpoint.ts';
 import { GrpoTrainer } from '../rl/trainer.ts';
+import type { TrainerConfig } from '../rl/config.ts';
 import { buildRun, parseStagesRunFile, type BuiltRun, type RunFile } from '../recipes/trainSetup.ts';
 import type { TrajectoryRecord } from '../rl/sftData.ts';
 
@@ -167,13 +168,29 @@ export async function trainCommand(opts: TrainCommandOptions, print: (line: stri
     for (const line of (await prepareRetailData(run.prepare, { tools: run.taskOptions.tools })).log) print(line);
   }
   const built = await buildRun(run);
+  try {
+    return await runStages(run, config, built, print, quiet);
+  } finally {
+    await built.close?.();
+  }
+}
+
+async function runStages(run: RunFile, config: TrainerConfig | null, built: BuiltRun, print: (line: string) => void, quiet: boolean): Promise<number> {
+  if (run.backend) {
+    const b = run.backend;
+    print(`backend: the policy trains on ${b.baseUrl ?? process.env.TINKER_BASE_URL ?? 'the hosted Tinker service'} (base model ${b.model}, ${b.lora ? `LoRA rank ${b.lora.rank}` : 'every weight'}); ` +
+      'rollouts sample there, the actor update is forward_backward + optim_step there' + (run.policy.preset || run.policy.checkpoint ? '; policy.preset/checkpoint are not loaded here' : ''));
+  }
   await runCurriculumStage(run, built, print, quiet);
   await runSftStage(run, built, print, quiet);
   if (config === null) {
     print('done: no grpo section, the run ends after its SFT stage');
     return 0;
   }
-  for (const f of [config.trainer.metricsFile, config.trainer.episodesFile, config.trainer.checkpointDir && join(config.trainer.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
+  // Per-episode records by default (bounded: trainer.episodeTranscripts), beside the metrics; '' turns them off.
+  const t = config.trainer;
+  if (t.episodesFile === undefined && (t.metricsFile ?? t.checkpointDir) !== undefined) t.episodesFile = join(t.metricsFile ? dirname(t.metricsFile) : t.checkpointDir!, 'episodes.jsonl');
+  for (const f of [t.metricsFile, t.episodesFile, t.checkpointDir && join(t.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
   const trainer = new GrpoTrainer({ ...built.deps, config, log: print });
   const { history, validations } = await trainer.fit();
   const last = history.at(-1);

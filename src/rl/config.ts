@@ -166,8 +166,22 @@ export const TrainerConfigSchema = z.object({
      * step; a fresh start (no checkpoint, or `resume: false`) empties it, as does `episodesFile`'s.
      */
     metricsFile: z.string().optional(),
-    /** JSONL with one line per episode (training and validation): task, family, reward, token counts, turns, errors. */
+    /**
+     * JSONL with one line per episode (training and validation): task, sample, family, reward, token counts, turns,
+     * errors, and for some episodes the conversation (`episodeTranscripts`). `longrun train` writes it beside
+     * `metricsFile` (else in `checkpointDir`) as `episodes.jsonl` when unset; '' writes none.
+     */
     episodesFile: z.string().optional(),
+    /**
+     * Which episodes of `episodesFile` keep their conversation, so the file stays bounded: the first `trainGroups`
+     * groups of every training step, the first `valSamples` samples of every validation task, each at most
+     * `maxChars` characters (system prompt left out, the rest cut with the counts recorded).
+     */
+    episodeTranscripts: z.object({
+      trainGroups: z.number().int().min(0).default(1),
+      valSamples: z.number().int().min(0).default(1),
+      maxChars: z.number().int().positive().default(16_000),
+    }).strict().default({ trainGroups: 1, valSamples: 1, maxChars: 16_000 }),
     progress: z.boolean().default(false),
   }).strict(),
 }).strict();

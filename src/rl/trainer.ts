@@ -24,7 +24,7 @@ import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agentLoop.
 import { collate } from '../rollout/collate.ts';
 import { flattenGroups, sampleGroups, type SampledGroup } from '../rollout/groups.ts';
 import type { InferenceEngine } from '../rollout/inference.ts';
-import { miniBatchIndices, updateActor } from './actorUpdate.ts';
+import { miniBatchIndices, updateActor, type ActorUpdateOptions } from './actorUpdate.ts';
 import { computeAdvantages } from './advantages.ts';
 import { aggregateLoss } from './aggregate.ts';
 import { needsReferencePolicy, type TrainerConfig } from './config.ts';
@@ -32,6 +32,8 @@ import { calledToolNames, goldActionShare, withActionCredit } from './actionCred
 import { dynamicSampling, overlongPenalty } from './dapo.ts';
 import { applyKlInReward, type KlPenaltyType } from './kl.ts';
 import type { Policy } from './policy.ts';
+import { transcript } from './transcript.ts';
+import type { Batch } from '../rollout/batch.ts';
 
 export interface TrainerDeps {
   config: TrainerConfig;
@@ -48,6 +50,11 @@ export interface TrainerDeps {
   taskFamily?: (taskId: string) => string | undefined;
   /** Extra agent-loop options (system prompt, greeting). */
   loop?: { systemPrompt?: string; tools?: readonly ToolSpec[]; greeting?: string };
+  /**
+   * The actor update, when not `updateActor` on `policy`: a run on a training backend passes
+   * `BackendPolicy.actorUpdate()` (the same update through forward_backward/optim_step, backendUpdate.ts).
+   */
+  actorUpdate?: (batch: Batch, options: ActorUpdateOptions) => Promise<Metrics>;
   log?: (line: string) => void;
 }
 
@@ -197,7 +204,7 @@ export class GrpoTrainer {
     // 1–4. Generate n trajectories per prompt (reward computed at episode end by the env).
     const { groups, genMetrics } = await time('gen', () => this.generate(bar));
     const { trajectories, uids } = flattenGroups(groups);
-    this.recordEpisodes('train', this.state.step + 1, trajectories);
+    this.recordEpisodes('train', this.state.step + 1, groups);
     const batch = collate(trajectories, { padId: this.deps.padId, uids, temperature: c.rollout.temperature });
     const B = batch.size;
     const R = batch.tensor('responses').shape[1];
@@ -258,14 +265,16 @@ export class GrpoTrainer {
       extra['rft/kept_tokens'] = keptTokens;
       extra['rft/skipped_steps'] = miniBatchIndices(B, miniBatchRows, keep).filter((rows) => rows.length === 0).length * c.actor.ppoEpochs;
     }
-    const update = await time('update', () => updateActor(policy, batch, {
+    const updateOptions: ActorUpdateOptions = {
       actor: c.actor,
       miniBatchRows,
       temperature: c.rollout.temperature,
       // seq-mean-token-sum-norm's constant: the configured response budget (verl's padded width R).
       lossScaleFactor: c.actor.lossScaleFactor ?? c.rollout.maxResponseTokens,
       keep,
-    }));
+    };
+    const actorUpdate = this.deps.actorUpdate;
+    const update = await time('update', () => (actorUpdate ? actorUpdate(batch, updateOptions) : updateActor(policy, batch, updateOptions)));
     await time('sync', () => policy.syncToInference());
 
     this.state.step++;
@@ -324,7 +333,7 @@ export class GrpoTrainer {
       seed: 1_500_000_000 + c.trainer.seed,
     });
     const { trajectories } = flattenGroups(sampled);
-    this.recordEpisodes('val', this.state.step, trajectories);
+    this.recordEpisodes('val', this.state.step, sampled);
     const m = computeMetrics(trajectories.map((t) => ({ taskId: t.taskId ?? '?', reward: t.reward })));
     const sum = (f: (t: Trajectory) => number) => trajectories.reduce((a, t) => a + f(t), 0);
     const out: Metrics = {
@@ -401,15 +410,22 @@ export class GrpoTrainer {
     }
   }
 
-  /** One line per episode in `trainer.episodesFile` (the token-length and per-family analyses read it). */
-  private recordEpisodes(kind: 'train' | 'val', step: number, trajectories: readonly Trajectory[]): void {
+  /**
+   * One line per episode in `trainer.episodesFile` (the token-length and per-family analyses and the dashboard read
+   * it): `sample` is the episode's place in its group. The conversation (`messages`, see `transcript`) is kept for the
+   * first `episodeTranscripts.trainGroups` groups of a training step and the first `episodeTranscripts.valSamples`
+   * samples of each validation task, so the dashboard can set a task's episodes before and after training side by side.
+   */
+  private recordEpisodes(kind: 'train' | 'val', step: number, groups: readonly SampledGroup[]): void {
     const f = this.config.trainer.episodesFile;
     if (!f) return;
-    const lines = trajectories.map((t) => JSON.stringify({
-      kind, step, taskId: t.taskId, family: t.taskId !== undefined ? this.deps.taskFamily?.(t.taskId) : undefined, reward: t.reward, success: t.success,
+    const keep = this.config.trainer.episodeTranscripts;
+    const lines = groups.flatMap((g, gi) => g.trajectories.map((t, sample) => JSON.stringify({
+      kind, step, taskId: t.taskId, sample, family: t.taskId !== undefined ? this.deps.taskFamily?.(t.taskId) : undefined, reward: t.reward, success: t.success,
       promptTokens: t.promptIds.length, responseTokens: t.responseIds.length, modelTokens: t.responseMask.reduce((a, b) => a + b, 0),
       turns: t.numTurns, toolCalls: t.toolCalls, toolErrors: t.toolErrors, parseErrors: t.parseErrors, termination: t.terminationReason,
-    }));
+      ...((kind === 'train' ? gi < keep.trainGroups : sample < keep.valSamples) ? transcript(t.messages, keep.maxChars) : {}),
+    })));
     if (lines.length) appendFileSync(f, lines.join('\n') + '\n');
   }
 

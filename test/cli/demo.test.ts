@@ -26,7 +26,7 @@ describe('longrun demo --quick', () => {
       assert.equal(parsed.task, 'retail-synth');
       assert.equal(trainer.trainer.seed, 3);
       for (const f of ['data/prepare.json', 'data/train/tasks.json', 'data/validation/tasks.json', 'data/expert.jsonl', 'data/tokenizer.json',
-        'sft/metrics.jsonl', 'sft/model/model.safetensors', 'grpo/metrics.jsonl', 'grpo/latest', 'summary.json']) {
+        'sft/metrics.jsonl', 'sft/model/model.safetensors', 'grpo/metrics.jsonl', 'grpo/episodes.jsonl', 'grpo/latest', 'summary.json']) {
         assert.ok(existsSync(join(out, f)), `missing ${f}`);
       }
       const latest = readFileSync(join(out, 'grpo', 'latest'), 'utf8').trim();

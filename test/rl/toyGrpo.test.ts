@@ -60,6 +60,17 @@ describe('trainer episode records and per-family validation', () => {
         assert.ok(l.promptTokens > 0 && l.responseTokens >= l.modelTokens && l.modelTokens > 0, JSON.stringify(l));
         assert.ok(l.family === 'even' || l.family === 'odd');
       }
+      // Conversations are kept for the first group of each training step and the first sample of each validation task.
+      for (const step of [1, 2]) {
+        const rows = train.filter((l) => l.step === step);
+        assert.deepEqual(rows.map((l) => Array.isArray(l.messages)), rows.map((_, i) => i < 8), `step ${step}: the first group (n 8) only`);
+        assert.deepEqual(rows.slice(0, 8).map((l) => l.sample), [0, 1, 2, 3, 4, 5, 6, 7]);
+      }
+      for (const l of val) assert.equal(Array.isArray(l.messages), l.sample === 0, JSON.stringify(l));
+      for (const l of lines.filter((x) => x.messages)) {
+        assert.ok(l.messages.length > 0 && l.messages.every((m: { role: string }) => m.role !== 'system'));
+        assert.ok(l.messages.filter((m: { role: string }) => m.role === 'assistant').length >= l.turns, 'every assistant turn is in the conversation');
+      }
       const last = validations.at(-1)!;
       const finalVal = val.filter((l) => l.step === 2);
       for (const f of ['even', 'odd']) {

@@ -33,6 +33,11 @@ describe('longrun train --config', () => {
       const metrics = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; step: number });
       assert.deepEqual(metrics.map((m) => `${m.kind}${m.step}`), ['val0', 'train1', 'train2', 'train3', 'val3']);
       assert.match(lines.at(-1)!, /^done: 3 steps/);
+      // Per-episode records by default, beside the metrics: conversations for validation sample 0 and each step's first group.
+      const episodes = readFileSync(join(dir, 'episodes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; step: number; sample: number; messages?: unknown[] });
+      assert.deepEqual([...new Set(episodes.map((e) => `${e.kind}${e.step}`))], ['val0', 'train1', 'train2', 'train3', 'val3']);
+      assert.ok(episodes.filter((e) => e.kind === 'val').every((e) => Array.isArray(e.messages) === (e.sample === 0)));
+      assert.equal(episodes.filter((e) => e.kind === 'train' && e.messages).length, 3 * 8, 'one group of n 8 per step');
       // Two more steps resume from step 3.
       const more: string[] = [];
       await trainCommand({ config: file, steps: '5' }, (l) => more.push(l));

@@ -1,16 +1,18 @@
 /**
- * `longrun dashboard RUN_DIR`: a small read-only web server over a run folder.
+ * `longrun dashboard RUN_DIR`: a small read-only web server over a run folder (run-files.ts says which shapes it
+ * finds: a demo or `longrun train` run with its stages, a `longrun eval --out` folder, or a folder of runs).
  *
  *   GET /                       the page (page.ts)
- *   GET /api/run                {dir, metrics: [file names], trajectories: [file names]}
+ *   GET /api/overview           the headline, panels, stages and episode sets (overview.ts)
+ *   GET /api/run                {dir, runs: [{name, stages}], metrics: [files], trajectories: [files]}
  *   GET /api/metrics?file=F     {series: [{group, key, points: [[step, value]]}], skipped}
- *   GET /api/trajectories?file=F  {items: [summary per episode], skipped}
- *   GET /api/trajectory?file=F&index=I  the episode's JSON line
+ *   GET /api/trajectories?file=F[&set=S]  {items: [summary per episode], skipped}; S an episode set's id
+ *   GET /api/trajectory?file=F&index=I    the episode's JSON line
  *
- * `file` must be one of the names /api/run lists (anything else is a 404), so no path ever comes from the client.
- * Files are re-read on every request: a run that is still writing shows its latest lines on reload. On loopback
- * (the default) it answers only requests addressed to a loopback name and not sent by a foreign web page (403), so
- * another site cannot read a run through DNS rebinding.
+ * `file` must be one of the relative paths /api/run lists (anything else is a 404), so no path ever comes from the
+ * client. Files are re-read on every request: a run that is still writing shows its latest lines on reload. On
+ * loopback (the default) it answers only requests addressed to a loopback name and not sent by a foreign web page
+ * (403), so another site cannot read a run through DNS rebinding.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,7 +20,8 @@ import { join, resolve } from 'node:path';
 import { badRequest, HttpError, notFound } from '../http-errors.ts';
 import { checkLocalRequest, isLoopbackHost, sendError, sendJson } from '../http-util.ts';
 import { DASHBOARD_HTML } from './page.ts';
-import { listRunFiles, metricSeries, readJsonl, summarizeTrajectory } from './run-files.ts';
+import { buildOverview, parseSetId, setEpisodes } from './overview.ts';
+import { discoverRun, metricSeries, readJsonl } from './run-files.ts';
 
 export interface DashboardOptions {
   runDir: string;
@@ -34,12 +37,15 @@ export interface DashboardHandle {
 
 export async function startDashboard(o: DashboardOptions): Promise<DashboardHandle> {
   const dir = resolve(o.runDir);
-  listRunFiles(dir); // fail early on a folder that cannot be read
+  discoverRun(dir); // fail early on a folder that cannot be read
+  const known = (kind: 'metrics' | 'trajectories', name: string) => {
+    if (!discoverRun(dir)[kind].includes(name)) throw notFound('unknown_file', `No ${kind} file named ${JSON.stringify(name)} in the run folder`);
+    return join(dir, name);
+  };
   const fileParam = (url: URL, kind: 'metrics' | 'trajectories') => {
     const name = url.searchParams.get('file');
     if (!name) throw badRequest('missing_file', 'Pass ?file=<name> (GET /api/run lists the files)');
-    if (!listRunFiles(dir)[kind].includes(name)) throw notFound('unknown_file', `No ${kind} file named ${JSON.stringify(name)} in the run folder`);
-    return join(dir, name);
+    return known(kind, name);
   };
   const localOnly = isLoopbackHost(o.host ?? '127.0.0.1');
   const server = createServer((req, res) => {
@@ -59,15 +65,25 @@ export async function startDashboard(o: DashboardOptions): Promise<DashboardHand
           res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'" });
           res.end(DASHBOARD_HTML);
           return;
-        case '/api/run':
-          return sendJson(res, 200, { dir, ...listRunFiles(dir) });
+        case '/favicon.ico':
+          res.writeHead(204);
+          res.end();
+          return;
+        case '/api/overview':
+          return sendJson(res, 200, buildOverview(dir, o.runDir));
+        case '/api/run': {
+          const layout = discoverRun(dir);
+          return sendJson(res, 200, { dir: o.runDir, ...layout });
+        }
         case '/api/metrics': {
           const { rows, skipped } = readJsonl(fileParam(url, 'metrics'));
           return sendJson(res, 200, { series: metricSeries(rows), skipped });
         }
         case '/api/trajectories': {
-          const { rows, skipped } = readJsonl(fileParam(url, 'trajectories'));
-          return sendJson(res, 200, { items: rows.map(summarizeTrajectory), skipped });
+          const set = url.searchParams.get('set');
+          const { file, kind, step } = set !== null ? parseSetId(set) : { file: null, kind: undefined, step: undefined };
+          const { rows, skipped } = readJsonl(file !== null ? known('trajectories', file) : fileParam(url, 'trajectories'));
+          return sendJson(res, 200, { items: setEpisodes(rows, kind, step), skipped });
         }
         case '/api/trajectory': {
           const { rows } = readJsonl(fileParam(url, 'trajectories'));
