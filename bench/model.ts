@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beginMemoryScope, clipGradNorm, getRuntime, Rng } from '../src/engine/index.ts';
+import { beginMemoryScope, clipGradNorm, getRuntime, Mulberry32Rng } from '../src/engine/index.ts';
 import { presetConfig, type GptOssConfig } from '../src/model/config.ts';
 import { generate } from '../src/model/generate.ts';
 import { GptOssModel } from '../src/model/model.ts';
@@ -49,7 +49,7 @@ interface GenRow { preset: string; batch: number; prompt: number; newTokens: num
 function trainBench(name: string, matmulGflops: number): TrainRow {
   const cfg = presetConfig(name);
   const B = QUICK ? 2 : 4, T = QUICK ? 128 : 256;
-  const rng = new Rng(1);
+  const rng = new Mulberry32Rng(1);
   const tokens = Int32Array.from({ length: B * T }, () => rng.int(cfg.vocab_size));
   const targets = Int32Array.from({ length: B * T }, () => rng.int(cfg.vocab_size));
   const run = (checkpointing: boolean, steps: number) => {
@@ -87,7 +87,7 @@ function trainBench(name: string, matmulGflops: number): TrainRow {
 function genBench(name: string, batch: number): GenRow {
   const cfg = presetConfig(name);
   const model = new GptOssModel(cfg, { seed: 2, grads: false });
-  const rng = new Rng(3);
+  const rng = new Mulberry32Rng(3);
   const prompt = 16, newTokens = QUICK ? 8 : 32;
   const prompts = Array.from({ length: batch }, () => Array.from({ length: prompt }, () => rng.int(cfg.vocab_size)));
   generate(model, prompts.slice(0, 1), { maxNewTokens: 2, seed: 1 });

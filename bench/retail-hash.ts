@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { createRetailDomain } from '../src/domains/retail/domain.ts';
 import { hashRetailDb, hashRetailTables } from '../src/domains/retail/hash.ts';
 import { loadRetailData } from '../src/domains/retail/load.ts';
-import { pyRound } from '../src/domains/retail/pyjson.ts';
+import { pyRound } from '../src/tooluse/python/pyjson.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DATA_DIR = process.env.LONGRUN_TAU2_RETAIL ?? join(ROOT, '..', 'shared', 'tau2', 'retail');

@@ -19,7 +19,7 @@ import { AgentLoop, type AgentEnv } from '../src/rollout/agentLoop.ts';
 import { sampleGroups } from '../src/rollout/groups.ts';
 import type { InferenceEngine } from '../src/rollout/inference.ts';
 import { createModelEngine, createStepModelEngine } from '../src/rollout/modelEngine.ts';
-import { createToySetup } from '../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../src/recipes/toy/toyTask.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const s = createToySetup();

@@ -11,14 +11,13 @@
  * Writes OUT/compare.jsonl ({ step, reward } before and after, for `longrun plot --compare`), OUT/validation.json
  * (every validation metric) and OUT/episodes.jsonl; SFT metrics and checkpoints under OUT as `longrun sft` does.
  */
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parse as parseYaml } from 'yaml';
 import { GrpoTrainer } from '../src/rl/trainer.ts';
-import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/recipes/trainSetup.ts';
+import { loadGrpoRun } from '../src/recipes/loadRun.ts';
+import { sftDocuments } from '../src/recipes/sftDocuments.ts';
 import { runSft } from '../src/rl/sft.ts';
-import { sftDocuments } from '../src/cli/train.ts';
 
 const { values: a } = parseArgs({
   options: { config: { type: 'string' }, from: { type: 'string' }, seconds: { type: 'string' }, 'as-step': { type: 'string' }, out: { type: 'string' }, 'skip-baseline': { type: 'boolean' } },
@@ -32,12 +31,15 @@ if (!existsSync(join(a.from, 'trainer.json'))) throw new Error(`${a.from} is not
 const out = a.out;
 mkdirSync(out, { recursive: true });
 
-const raw = runFileFromCheckpoint(parseYaml(readFileSync(a.config, 'utf8')), a.from, { keepSft: true });
-const grpo = (raw.grpo ?? {}) as Record<string, Record<string, unknown> | undefined>;
-raw.grpo = { ...grpo, trainer: { ...grpo.trainer, totalSteps: 1, checkpointDir: undefined, metricsFile: undefined, episodesFile: join(out, 'episodes.jsonl') } };
-const { run, trainer: config } = parseRunFile(raw);
+const { run, trainer: config, built } = await loadGrpoRun(a.config, {
+  checkpoint: a.from,
+  keepSft: true,
+  edit: (raw) => {
+    const grpo = (raw.grpo ?? {}) as Record<string, Record<string, unknown> | undefined>;
+    raw.grpo = { ...grpo, trainer: { ...grpo.trainer, totalSteps: 1, checkpointDir: undefined, metricsFile: undefined, episodesFile: join(out, 'episodes.jsonl') } };
+  },
+});
 if (!run.sft) throw new Error('the config has no sft section');
-const built = await buildRun(run);
 const validator = new GrpoTrainer({ ...built.deps, config });
 
 const validate = async (label: string) => {

@@ -6,27 +6,29 @@
  *   node --import tsx scripts/check-curriculum.ts --config presets/retail-tiny.yaml \
  *     --data runs/retail-tiny/data --reference MODEL_DIR --out runs/check-curriculum
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parse } from 'yaml';
 import { loadModel } from '../src/model/checkpoint/index.ts';
 import { runCopyCurriculum } from '../src/recipes/retail/copyDrill.ts';
-import { buildRun, parseRunFile } from '../src/recipes/trainSetup.ts';
+import { loadRun } from '../src/recipes/loadRun.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, data: { type: 'string' }, reference: { type: 'string' }, out: { type: 'string' } } });
 if (!a.config || !a.data || !a.reference || !a.out) throw new Error('usage: --config RUN.yaml --data PREPARED_DIR --reference MODEL_DIR --out DIR');
 for (const f of ['tokenizer.json', 'train', 'validation']) if (!existsSync(join(a.data, f))) throw new Error(`${a.data} is not a prepared data folder (no ${f})`);
 if (!existsSync(join(a.reference, 'config.json'))) throw new Error(`${a.reference} is not a model folder (no config.json)`);
-const raw = parse(readFileSync(a.config, 'utf8')) as Record<string, Record<string, unknown>>;
-if (!raw?.curriculum) throw new Error(`${a.config} has no curriculum section`);
-delete raw.prepare;
-delete raw.sft;
-raw.policy = { ...raw.policy, tokenizer: join(a.data, 'tokenizer.json') };
-raw.taskOptions = { ...raw.taskOptions, dataDir: join(a.data, 'train'), valDir: join(a.data, 'validation') };
-raw.curriculum = { ...raw.curriculum, outDir: a.out };
-const { run } = parseRunFile(raw);
-const built = await buildRun(run);
+const { data, out } = a;
+const { run, built } = await loadRun(a.config, {
+  edit: (raw) => {
+    const r = raw as Record<string, Record<string, unknown> | undefined>;
+    if (!r.curriculum) throw new Error(`${a.config} has no curriculum section`);
+    delete r.prepare;
+    delete r.sft;
+    r.policy = { ...r.policy, tokenizer: join(data, 'tokenizer.json') };
+    r.taskOptions = { ...r.taskOptions, dataDir: join(data, 'train'), valDir: join(data, 'validation') };
+    r.curriculum = { ...r.curriculum, outDir: out };
+  },
+});
 if (!built.model) throw new Error('the config has no gpt-oss policy');
 await runCopyCurriculum(run.curriculum!, { model: built.model, tokenizer: built.tokenizer, padId: built.deps.padId, log: console.log });
 const reference = loadModel(a.reference).parameters();

@@ -10,14 +10,12 @@
  *
  *   node --import tsx scripts/copy-drill.ts --config RUN.yaml --out runs/drill-probe [--steps 150] [--lr 2e-3] [--ids 4,12] [--people 0.5] [--ordered | --control]
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { parse } from 'yaml';
-import { Rng } from '../src/engine/random.ts';
+import { Mulberry32Rng } from '../src/engine/random.ts';
 import { copyDrillDocuments, copyDrillText, DRILL_CORPUS, DRILL_SFT_DEFAULTS, drillDocument } from '../src/recipes/retail/copyDrill.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { runSft } from '../src/rl/sft.ts';
-import { buildRun, parseRunFile } from '../src/recipes/trainSetup.ts';
+import { loadRun } from '../src/recipes/loadRun.ts';
 
 const { values: a } = parseArgs({
   options: { config: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string', default: '150' }, lr: { type: 'string', default: '2e-3' }, ordered: { type: 'boolean', default: false }, control: { type: 'boolean', default: false }, ids: { type: 'string', default: '4,12' }, people: { type: 'string', default: '0' } },
@@ -30,14 +28,13 @@ const steps = Number(a.steps), lr = Number(a.lr), people = Number(a.people);
 if (!(people >= 0 && people <= 1)) throw new Error(`--people must be a share in [0, 1], got ${a.people}`);
 if (!(Number.isInteger(steps) && steps > 0)) throw new Error(`--steps must be a positive integer, got ${a.steps}`);
 if (!(lr > 0)) throw new Error(`--lr must be > 0, got ${a.lr}`);
-const { run } = parseRunFile(parse(readFileSync(a.config, 'utf8')));
-const built = await buildRun(run);
+const { built } = await loadRun(a.config);
 if (!built.model) throw new Error('the config has no gpt-oss policy');
 const { documents, seed } = DRILL_CORPUS;
 let docs: SftDocument[];
 if (!a.ordered && !a.control) docs = copyDrillDocuments(built.tokenizer, { documents, seed, ids, people });
 else {
-  const rng = new Rng(seed), fresh = new Rng(99);
+  const rng = new Mulberry32Rng(seed), fresh = new Mulberry32Rng(99);
   docs = Array.from({ length: documents }, () => {
     const [, listed, repeated] = /^ids: (.*)\nagain: (.*)\n$/.exec(copyDrillText(rng, ids, people).text)!;
     let again = listed;

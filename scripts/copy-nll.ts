@@ -18,24 +18,27 @@
  *
  *   node --import tsx scripts/copy-nll.ts --config RUN.yaml --checkpoint SFT_CHECKPOINT [--docs 8] [--address]
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { parse } from 'yaml';
-import { sftDocuments } from '../src/cli/train.ts';
+import { sftDocuments } from '../src/recipes/sftDocuments.ts';
 import { microBatchInput } from '../src/rl/packing.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } from '../src/recipes/retail/stream.ts';
-import { buildRun, parseStagesRunFile, runFileFromCheckpoint } from '../src/recipes/trainSetup.ts';
+import { loadRun } from '../src/recipes/loadRun.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false } } });
 if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N] [--address]');
 const n = Number(a.docs);
 if (!(Number.isInteger(n) && n > 0)) throw new Error(`--docs must be a positive integer, got ${a.docs}`);
-const raw = runFileFromCheckpoint(parse(readFileSync(a.config, 'utf8')), a.checkpoint, { keepSft: true }) as Record<string, unknown>;
-if (!raw.sft) throw new Error(`${a.config} has no sft section (copy-nll scores its expert documents)`);
-for (const k of ['copyDrill', 'identityDrill', 'addressDrill', 'writeDrill']) delete (raw.sft as Record<string, unknown>)[k]; // expert documents only
-const { run } = parseStagesRunFile(raw);
-const built = await buildRun(run);
+const { run, built } = await loadRun(a.config, {
+  checkpoint: a.checkpoint,
+  keepSft: true,
+  edit: (raw) => {
+    if (!raw.sft) throw new Error(`${a.config} has no sft section (copy-nll scores its expert documents)`);
+    const sft = { ...(raw.sft as Record<string, unknown>) };
+    for (const k of ['copyDrill', 'identityDrill', 'addressDrill', 'writeDrill']) delete sft[k]; // expert documents only
+    raw.sft = sft;
+  },
+});
 if (!built.model) throw new Error('the config has no gpt-oss policy');
 /** A streamed stage is scored on its held-out conversations (fresh worlds under another seed, no drills). */
 async function documents(): Promise<SftDocument[]> {

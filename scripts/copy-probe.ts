@@ -11,7 +11,7 @@
  * lm_head as a copy of the embedding (the parameters stay separate, as in gpt-oss).
  */
 import { parseArgs } from 'node:util';
-import { clipGradNorm, Rng } from '../src/engine/index.ts';
+import { clipGradNorm, Mulberry32Rng } from '../src/engine/index.ts';
 import { presetConfig } from '../src/model/config.ts';
 import { GptOssModel } from '../src/model/model.ts';
 
@@ -42,7 +42,7 @@ for (const [name, t] of params) {
 }
 const opt = model.optimizer({ lr, weightDecay: 0.01, beta2 });
 const grads = [...model.gradients().values()];
-const rng = new Rng(1);
+const rng = new Mulberry32Rng(1);
 const t0 = performance.now();
 console.log(`copy probe: ${a.preset}, alphabet ${K} (uniform ${Math.log(K).toFixed(3)} nats), lr ${lr}, beta2 ${beta2}, qk×${qkScale}, embed×${embedScale}${a['tied-init'] ? ', tied init' : ''}`);
 for (let s = 1; s <= steps; s++) {

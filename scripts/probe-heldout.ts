@@ -9,12 +9,10 @@
  * episodes, the mean of each sample round, and pass@k (the share of tasks solved at least once); one sample per task
  * cannot tell a gain of a few tasks from noise. `--quiet` prints only the per-episode headers and the summary.
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { parse } from 'yaml';
 import { AgentLoop } from '../src/rollout/agentLoop.ts';
 import { sampleGroups } from '../src/rollout/groups.ts';
-import { buildRun, parseRunFile, runFileFromCheckpoint } from '../src/recipes/trainSetup.ts';
+import { loadGrpoRun } from '../src/recipes/loadRun.ts';
 import { computeMetrics } from '../src/tooluse/metrics.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, tasks: { type: 'string', default: '32' }, temperature: { type: 'string', default: '1' }, seed: { type: 'string', default: '7' }, samples: { type: 'string', default: '1' }, quiet: { type: 'boolean', default: false } } });
@@ -24,9 +22,7 @@ if (!(Number.isInteger(tasksN) && tasksN > 0)) throw new Error(`--tasks must be 
 if (!(temperature >= 0)) throw new Error(`--temperature must be a number ≥ 0, got ${a.temperature}`);
 if (!(Number.isInteger(samples) && samples > 0)) throw new Error(`--samples must be a positive integer, got ${a.samples}`);
 if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer, got ${a.seed}`);
-const raw = runFileFromCheckpoint(parse(readFileSync(a.config, 'utf8')), a.checkpoint);
-const { run, trainer } = parseRunFile(raw);
-const built = await buildRun(run);
+const { trainer, built } = await loadGrpoRun(a.config, { checkpoint: a.checkpoint });
 if (!built.deps.valTasks || !built.deps.makeValEnv) throw new Error('the config has no validation tasks (taskOptions.valDir)');
 const r = trainer.rollout;
 const loop = new AgentLoop({

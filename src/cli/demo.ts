@@ -138,7 +138,7 @@ export async function runDemo(o: DemoOptions, print: (line: string) => void = co
   print(`change in held-out mean@1 reward over ${summary.after.step - summary.before.step} GRPO steps: ${delta >= 0 ? '+' : ''}${f3(delta)} ` +
     `(${summary.before.episodes} validation episodes each; a few steps of a tiny model — measured, not promised)`);
   print(`files: ${join(o.out, 'grpo', 'metrics.jsonl')} (GRPO metrics), ${join(o.out, 'grpo', 'episodes.jsonl')} (GRPO episodes), ` +
-    `${join(o.out, 'sft', 'metrics.jsonl')} (SFT metrics), ${join(o.out, 'grpo')}/step_*/ (checkpoints), ${join(o.out, 'summary.json')}`);
+    `${join(o.out, 'sft', 'metrics.jsonl')} (SFT metrics), ${join(o.out, 'grpo')}/step-*/ (checkpoints), ${join(o.out, 'summary.json')}`);
   print(`see them in the browser: longrun dashboard ${o.out}`);
   print(`demo done in ${summary.wallSeconds.toFixed(1)} s`);
   if (!existsSync(join(o.out, 'grpo', 'latest'))) throw new Error('demo: no GRPO checkpoint was written');

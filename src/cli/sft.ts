@@ -3,10 +3,9 @@
  * --agent expert`). Trains (or loads) the BPE tokenizer, renders the trajectories with loss on the assistant tokens,
  * packs them and runs `runSft`. OUT gets metrics.jsonl, checkpoints/, tokenizer.json and, when done, model/.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
 import { readTaskSet } from '../domains/retail/synth/taskset.ts';
 import { BpeTokenizer, createChatFormat, type ToolSpec } from '../llm/index.ts';
 import { GptOssModel, presetConfig, PRESETS } from '../model/index.ts';
@@ -14,6 +13,7 @@ import { runSft, parseSftConfig, type SftConfigInput } from '../rl/sft.ts';
 import { buildSftDocuments, readTrajectoriesJsonl, trainSftTokenizer } from '../rl/sftData.ts';
 import { DONE_TOOL_SCHEMA } from '../tooluse/env.ts';
 import { agentSystemPrompt } from '../tooluse/openai.ts';
+import { readConfigFile } from '../recipes/configFile.ts';
 
 interface SftOpts {
   data: string;
@@ -54,14 +54,8 @@ function num(name: string, integer: boolean) {
   };
 }
 
-function readConfigFile(path: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new Error(`cannot read --config ${path}: ${(error as Error).message}`, { cause: error });
-  }
-  const value: unknown = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+function readSftSettings(path: string): Record<string, unknown> {
+  const value = readConfigFile(path, '--config');
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error(`--config ${path}: expected an object of SFT settings`);
   return value as Record<string, unknown>;
 }
@@ -110,7 +104,7 @@ export function register(program: Command): void {
         ...(o.evalFraction !== undefined ? { evalFraction: o.evalFraction } : {}), ...(o.evalEvery !== undefined ? { evalEvery: o.evalEvery } : {}),
         ...(o.checkpointEvery !== undefined ? { checkpointEvery: o.checkpointEvery } : {}), ...(o.seed !== undefined ? { seed: o.seed } : {}),
       };
-      const config = parseSftConfig({ ...(o.config ? readConfigFile(o.config) : {}), ...flags });
+      const config = parseSftConfig({ ...(o.config ? readSftSettings(o.config) : {}), ...flags });
 
       let systemPrompt: string | undefined;
       let tools: ToolSpec[] | undefined;

@@ -3,65 +3,22 @@
  * SFT stage (src/rl/sft.ts), then GRPO (src/rl/trainer.ts). The file
  * format is described in src/recipes/trainSetup.ts; the GRPO section's keys in src/rl/config.ts.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
 import { GptOssPolicy } from '../rl/modelPolicy.ts';
 import { listCheckpoints } from '../rl/sftCheckpoint.ts';
 import { GrpoTrainer } from '../rl/trainer.ts';
 import type { TrainerConfig } from '../rl/config.ts';
+import { readConfigFile } from '../recipes/configFile.ts';
+import { sftDocuments } from '../recipes/sftDocuments.ts';
 import { buildRun, parseStagesRunFile, type BuiltRun, type RunFile } from '../recipes/trainSetup.ts';
-import type { TrajectoryRecord } from '../rl/sftData.ts';
 
 export interface TrainCommandOptions {
   config: string;
   steps?: string;
   resume?: boolean;
   progress?: boolean;
-}
-
-function readRunFile(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new Error(`cannot read config file ${path}: ${(e as Error).message}`, { cause: e });
-  }
-  try {
-    return parseYaml(text);
-  } catch (e) {
-    throw new Error(`config file ${path} is not valid YAML: ${(e as Error).message}`, { cause: e });
-  }
-}
-
-/** The run's SFT documents, rendered with the system prompt and tools the rollouts see (when the task provides them). */
-export async function sftDocuments(run: RunFile, built: BuiltRun) {
-  if (!run.sft) throw new Error('the config has no sft section');
-  if (run.sft.data === undefined) throw new Error('the sft section streams its data (sft.stream); it has no trajectories file');
-  const { readTrajectoriesJsonl, buildSftDocuments } = await import('../rl/sftData.ts');
-  const seqLen = typeof run.sft.config.seqLen === 'number' ? run.sft.config.seqLen : 512;
-  const records = readTrajectoriesJsonl(run.sft.data);
-  const expert = buildSftDocuments(records, built.deps.format, { maxSeqLen: seqLen, ...built.conversation });
-  const docs = [...expert.docs];
-  /** What was mixed in after the expert documents, in order: label, documents, tokens. */
-  const mix: { label: string; count: number; tokens: number }[] = [];
-  const add = (label: string, d: typeof docs) => {
-    docs.push(...d);
-    mix.push({ label, count: d.length, tokens: d.reduce((a, x) => a + x.tokens.length, 0) });
-    return d.length;
-  };
-  const sft = run.sft;
-  const conversations = (r: TrajectoryRecord[]) => buildSftDocuments(r, built.deps.format, { maxSeqLen: seqLen, overflow: 'drop' }).docs;
-  const drill = sft.copyDrill
-    ? add('copy-drill documents', (await import('../recipes/retail/copyDrill.ts')).copyDrillDocuments(built.tokenizer, sft.copyDrill).filter((x) => x.tokens.length <= seqLen)) : 0;
-  const identity = sft.identityDrill
-    ? add('identity-drill conversations', conversations((await import('../recipes/retail/identityDrill.ts')).identityDrillRecords(records, sft.identityDrill))) : 0;
-  const address = sft.addressDrill
-    ? add('address-drill conversations', conversations((await import('../recipes/retail/addressDrill.ts')).addressDrillRecords(records, sft.addressDrill))) : 0;
-  const write = sft.writeDrill
-    ? add('write-drill conversations', conversations((await import('../recipes/retail/addressDrill.ts')).writeDrillRecords(records, sft.writeDrill))) : 0;
-  return { ...expert, docs, seqLen, drill, identity, address, write, mix };
 }
 
 /** The copy curriculum: drill stages that teach the fresh model to copy ids, before the SFT stage. */
@@ -151,7 +108,7 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
 }
 
 export async function trainCommand(opts: TrainCommandOptions, print: (line: string) => void = console.log): Promise<number> {
-  const raw = readRunFile(opts.config) as Record<string, unknown>;
+  const raw = readConfigFile(opts.config) as Record<string, unknown>;
   if (raw && typeof raw === 'object' && opts.steps !== undefined) {
     const steps = Number(opts.steps);
     if (!(Number.isInteger(steps) && steps > 0)) throw new Error(`--steps must be a positive integer, got ${opts.steps}`);

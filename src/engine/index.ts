@@ -10,7 +10,7 @@ export {
   beginMemoryScope, engineMemory, formatBytes, measureMemory, memoryReport, resetPeak, MemoryAccounting, type MemoryReport,
   type MemoryScope, type ScopeReport, type TagReport,
 } from './memory.ts';
-export { Rng } from './random.ts';
+export { Mulberry32Rng, mulberry32 } from './random.ts';
 export { referenceBackend } from './reference-backend.ts';
 export { getRuntime, hasRuntime, initRuntime, shutdownRuntime, WasmRuntime, type KernelFunction, type RuntimeOptions } from './runtime.ts';
 export { formatShape, shapeSize, type Shape } from './shape.ts';

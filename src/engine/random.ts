@@ -1,10 +1,15 @@
-/** A small seeded PRNG (mulberry32) with a normal sampler; for initialisation and tests. */
-export class Rng {
+/**
+ * mulberry32 (T. Ettinger's 32-bit generator): a small seeded PRNG with a normal sampler, for weight
+ * initialisation, sampling, test data and retry jitter. It is not the Gymnasium-compatible generator of
+ * `src/gym/rng.ts` (`XoshiroRng`, with savable state) nor the synthetic-world generator of
+ * `src/domains/retail/synth/rng.ts` (`SynthRng`).
+ */
+export class Mulberry32Rng {
   private state: number;
   private spare: number | undefined;
 
   constructor(seed: number) {
-    if (!Number.isFinite(seed)) throw new RangeError(`Rng seed must be a finite number, got ${seed}`);
+    if (!Number.isFinite(seed)) throw new RangeError(`Mulberry32Rng seed must be a finite number, got ${seed}`);
     this.state = seed >>> 0;
   }
 
@@ -41,4 +46,10 @@ export class Rng {
   int(n: number): number {
     return Math.floor(this.next() * n);
   }
+}
+
+/** A mulberry32 stream as a function: each call the next uniform in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  const rng = new Mulberry32Rng(seed);
+  return () => rng.next();
 }

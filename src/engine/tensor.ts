@@ -6,7 +6,7 @@
  * and all its views are disposed.
  */
 import { engineMemory } from './memory.ts';
-import { Rng } from './random.ts';
+import { Mulberry32Rng } from './random.ts';
 import { getRuntime, type WasmRuntime } from './runtime.ts';
 import { assertValidShape, formatShape, shapeSize, type Shape } from './shape.ts';
 
@@ -95,8 +95,8 @@ export class Tensor {
   }
 
   /** Normal(0, std²) entries from a seeded generator. */
-  static randn(shape: Shape, seed: number | Rng, options: TensorOptions & { std?: number } = {}): Tensor {
-    const rng = typeof seed === 'number' ? new Rng(seed) : seed;
+  static randn(shape: Shape, seed: number | Mulberry32Rng, options: TensorOptions & { std?: number } = {}): Tensor {
+    const rng = typeof seed === 'number' ? new Mulberry32Rng(seed) : seed;
     const std = options.std ?? 1;
     const t = Tensor.empty(shape, options);
     const d = t.data();
@@ -105,8 +105,8 @@ export class Tensor {
   }
 
   /** Uniform [lo, hi) entries from a seeded generator. */
-  static uniform(shape: Shape, seed: number | Rng, lo = -1, hi = 1, options: TensorOptions = {}): Tensor {
-    const rng = typeof seed === 'number' ? new Rng(seed) : seed;
+  static uniform(shape: Shape, seed: number | Mulberry32Rng, lo = -1, hi = 1, options: TensorOptions = {}): Tensor {
+    const rng = typeof seed === 'number' ? new Mulberry32Rng(seed) : seed;
     const t = Tensor.empty(shape, options);
     const d = t.data();
     for (let i = 0; i < d.length; i++) d[i] = rng.uniform(lo, hi);

@@ -23,7 +23,7 @@
  * `metadata` is static (a class attribute, as in Python) so the base constructor can validate `renderMode`;
  * assign `env.metadata = {...}` to override it per instance.
  */
-import { makeRng, type Rng } from './rng.ts';
+import { makeRng, type XoshiroRng } from './rng.ts';
 import type { Space } from './spaces/space.ts';
 import type { EnvSpec } from './registry/spec.ts';
 import type { EnvMetadata, ResetOptions, ResetResult, StepResult } from './types.ts';
@@ -43,7 +43,7 @@ export abstract class Env<Obs = unknown, Act = unknown, RenderFrame = unknown> {
   private renderModeValue: string | null;
   private metadataOverride: EnvMetadata | null = null;
   private specValue: EnvSpec | null = null;
-  private rngInstance: Rng | null = null;
+  private rngInstance: XoshiroRng | null = null;
   private rngSeedValue: number | null = null;
 
   constructor(options: EnvOptions = {}) {
@@ -80,19 +80,19 @@ export abstract class Env<Obs = unknown, Act = unknown, RenderFrame = unknown> {
   }
 
   /** The env's generator; created from OS entropy on first use if `reset` was never given a seed. */
-  get npRandom(): Rng {
+  get npRandom(): XoshiroRng {
     if (this.rngInstance === null) [this.rngInstance, this.rngSeedValue] = makeRng();
     return this.rngInstance;
   }
 
   /** Replaces the generator; `npRandomSeed` becomes -1 as the seed is then unknown (as in Gymnasium). */
-  set npRandom(rng: Rng) {
+  set npRandom(rng: XoshiroRng) {
     this.rngInstance = rng;
     this.rngSeedValue = -1;
   }
 
   /** Alias of `npRandom`. */
-  get rng(): Rng {
+  get rng(): XoshiroRng {
     return this.npRandom;
   }
 
@@ -212,11 +212,11 @@ export class Wrapper<WObs = unknown, WAct = unknown, Obs = WObs, Act = WAct, Ren
     return this.env.renderMode;
   }
 
-  override get npRandom(): Rng {
+  override get npRandom(): XoshiroRng {
     return this.env.npRandom;
   }
 
-  override set npRandom(rng: Rng) {
+  override set npRandom(rng: XoshiroRng) {
     this.env.npRandom = rng;
   }
 

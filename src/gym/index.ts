@@ -1,7 +1,7 @@
 /** Public API of the Gymnasium-compatible core (see README-level docs in env.ts and the files below). */
 export { Env, Wrapper, ObservationWrapper, ActionWrapper, RewardWrapper, type EnvOptions } from './env.ts';
 export { AutoresetMode, type EnvMetadata, type Info, type ResetOptions, type ResetResult, type StepResult } from './types.ts';
-export { Rng, makeRng, deriveSeeds, entropySeed, type RngState } from './rng.ts';
+export { XoshiroRng, makeRng, deriveSeeds, entropySeed, type RngState } from './rng.ts';
 export * from './errors.ts';
 export { warn, captureWarnings } from './logger.ts';
 export { dataEquivalence } from './equivalence.ts';

@@ -49,7 +49,8 @@ export interface RngState {
   readonly s: readonly [number, number, number, number];
 }
 
-export class Rng {
+/** The Gymnasium-compatible generator (`env.npRandom`, spaces' `sample`); its state can be saved and restored. */
+export class XoshiroRng {
   private s0 = 0;
   private s1 = 0;
   private s2 = 0;
@@ -182,8 +183,8 @@ export class Rng {
   }
 
   /** `n` independent child generators (advances this one). */
-  spawn(n: number): Rng[] {
-    return this.childSeeds(n).map((s) => new Rng(s));
+  spawn(n: number): XoshiroRng[] {
+    return this.childSeeds(n).map((s) => new XoshiroRng(s));
   }
 
   state(): RngState {
@@ -196,12 +197,12 @@ export class Rng {
   }
 
   /** True when both generators would produce the same stream. */
-  sameState(other: Rng): boolean {
+  sameState(other: XoshiroRng): boolean {
     return this.s0 === other.s0 && this.s1 === other.s1 && this.s2 === other.s2 && this.s3 === other.s3;
   }
 
-  clone(): Rng {
-    const copy = new Rng(0);
+  clone(): XoshiroRng {
+    const copy = new XoshiroRng(0);
     copy.setState(this.state());
     return copy;
   }
@@ -211,13 +212,13 @@ export class Rng {
  * Gymnasium's `seeding.np_random(seed)`: returns a generator and the seed used. Without a seed, one is drawn
  * from OS entropy (and returned, so the run can be reproduced).
  */
-export function makeRng(seed?: number | null): [Rng, number] {
+export function makeRng(seed?: number | null): [XoshiroRng, number] {
   if (seed === undefined || seed === null) seed = entropySeed();
   assertValidSeed(seed);
-  return [new Rng(seed), seed];
+  return [new XoshiroRng(seed), seed];
 }
 
 /** Deterministic child seeds for `n` sub-environments or workers derived from one root seed. */
 export function deriveSeeds(rootSeed: number, n: number): number[] {
-  return new Rng(rootSeed).childSeeds(n);
+  return new XoshiroRng(rootSeed).childSeeds(n);
 }

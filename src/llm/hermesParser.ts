@@ -9,6 +9,11 @@ import { StreamingDecoder, type Tokenizer } from './tokenizer.ts';
 export interface HermesParserOptions {
   /** Known function names; a call to any other name is an `unknown-recipient` error. */
   toolNames?: readonly string[];
+  /**
+   * Special ids read as their text (Qwen3's `<tool_call>`, `</tool_call>`, `<think>`, `</think>` are single tokens
+   * the model samples); any other special id inside the message is `malformed`.
+   */
+  textSpecialIds?: ReadonlySet<number>;
 }
 
 class Failure {
@@ -127,7 +132,7 @@ export class HermesStreamParser implements CompletionStreamParser {
       events.push({ type: 'message-end', index: 0 }, { type: 'stop', tokenId: id });
       return events;
     }
-    if (this.tokenizer.isSpecial(id)) throw new Failure('malformed', `${this.tokenizer.tokenToString(id)} inside the assistant message`);
+    if (this.tokenizer.isSpecial(id) && !this.options.textSpecialIds?.has(id)) throw new Failure('malformed', `${this.tokenizer.tokenToString(id)} inside the assistant message`);
     this.textIds.push(id);
     const text = this.decoder.push(id);
     if (text) events.push({ type: 'text', index: 0, text });

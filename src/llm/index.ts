@@ -21,4 +21,7 @@ export type {
 export { parsedToMessage } from './chatFormat.ts';
 export { HarmonyFormat, type HarmonyOptions, type ReasoningEffort } from './harmony.ts';
 export { HermesFormat, type HermesOptions } from './hermes.ts';
+export { Qwen3Format, QWEN3_TAGS } from './qwen3.ts';
+export { HfByteLevelBpeTokenizer } from './hfBpe.ts';
+export { qwen3Tokenizer, QWEN3_TOKENIZER_NAME } from './qwen3Tokenizer.ts';
 export { createChatFormat, CHAT_FORMAT_NAMES, type ChatFormatName } from './formats.ts';

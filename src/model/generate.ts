@@ -8,7 +8,7 @@
  * on the seed, its index and the model — the same seed gives the same tokens. See sampling.ts for the log-prob
  * definition (temperature-scaled, full vocabulary).
  */
-import { Rng, Tensor } from '../engine/index.ts';
+import { Mulberry32Rng, Tensor } from '../engine/index.ts';
 import { projectQkv } from './layers/attention.ts';
 import { TAG } from './layers/context.ts';
 import { embeddingForward } from './layers/embedding.ts';
@@ -182,7 +182,7 @@ export function generate(model: GptOssModel, prompts: readonly (Int32Array | rea
   const stop = new Set(options.stopTokenIds ?? []);
   const V = model.config.vocab_size;
   const seed = options.seed ?? 0;
-  const rngs = ps.map((_, b) => new Rng((Math.imul(seed, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca6b)) >>> 0));
+  const rngs = ps.map((_, b) => new Mulberry32Rng((Math.imul(seed, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca6b)) >>> 0));
   const caches = ps.map((p) => createCaches(model, p.length + options.maxNewTokens));
   const outTokens = ps.map(() => [] as number[]), outLogprobs = ps.map(() => [] as number[]);
   const finish: ('stop' | 'length')[] = ps.map(() => 'length');

@@ -10,7 +10,7 @@
  * The base is frozen (no base gradients are computed) unless `freezeBase: false`. The reference policy for a KL
  * term is the same model run with `forward(input, { adapters: false })`: no weights are copied.
  */
-import { Rng, Tensor } from '../engine/index.ts';
+import { Mulberry32Rng, Tensor } from '../engine/index.ts';
 import { TAG } from './layers/context.ts';
 import type { GptOssModel } from './model.ts';
 import { layerPrefix } from './params.ts';
@@ -38,7 +38,7 @@ export function applyLora(model: GptOssModel, cfg: LoraConfig): Map<string, Tens
     throw new Error('applyLora: the model already has adapters');
   }
   if (cfg.freezeBase ?? true) model.setBaseTrainable(false);
-  const rng = new Rng(cfg.seed ?? 0);
+  const rng = new Mulberry32Rng(cfg.seed ?? 0);
   const out = new Map<string, Tensor>();
   const r = cfg.rank, scale = cfg.alpha / cfg.rank;
   const add = (name: string, t: Tensor, grad: Tensor) => {

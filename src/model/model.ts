@@ -11,7 +11,7 @@
  * `loss`), then an optimizer over `trainable()`. Gradients accumulate until `zeroGrad()`.
  * Gradient checkpointing keeps only each layer's input and recomputes the layer's forward in the backward.
  */
-import { AdamW, beginMemoryScope, getBackend, Rng, Tensor, type MemoryScope, type ParamWithGrad, type ScopeReport } from '../engine/index.ts';
+import { AdamW, beginMemoryScope, getBackend, Mulberry32Rng, Tensor, type MemoryScope, type ParamWithGrad, type ScopeReport } from '../engine/index.ts';
 import { createBlockMask, type BlockMask } from '../attention/blockMask.ts';
 import { layerMask, packBatch, type ModelInput, type PackedBatch } from './batch.ts';
 import type { GptOssConfig } from './config.ts';
@@ -134,7 +134,7 @@ export class GptOssModel {
     this.checkpointing = options.checkpointing ?? false;
     this.rope = new RopeTable(yarnParams(config));
     this.specs = paramSpecs(config);
-    const rng = new Rng(options.seed ?? 0);
+    const rng = new Mulberry32Rng(options.seed ?? 0);
     const std = config.initializer_range;
     for (const s of this.specs) {
       let t: Tensor;

@@ -6,7 +6,7 @@
  *   The reported log-prob is log softmax(z)[token] over the FULL vocabulary (temperature-scaled, not truncated by
  *   top-k/top-p), which is what a trainer recomputing log-probs at temperature τ obtains.
  */
-import type { Rng } from '../engine/index.ts';
+import type { Mulberry32Rng } from '../engine/index.ts';
 
 export interface SamplingOptions {
   temperature?: number;
@@ -21,7 +21,7 @@ export function validateSampling(o: SamplingOptions): void {
   if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw new RangeError(`topP must be in (0, 1], got ${o.topP}`);
 }
 
-export function sampleToken(logits: Float32Array, o: SamplingOptions, rng: Rng): { token: number; logprob: number } {
+export function sampleToken(logits: Float32Array, o: SamplingOptions, rng: Mulberry32Rng): { token: number; logprob: number } {
   const V = logits.length, t = o.temperature ?? 1;
   const inv = t > 0 ? 1 / t : 1;
   let m = -Infinity, arg = 0;

@@ -24,12 +24,12 @@
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { resolveRetailDataDir } from '../domains/retail/register.ts';
 import type { ToolSpec } from '../llm/index.ts';
 import { agentSystemPrompt } from '../tooluse/openai.ts';
 import { COMPACT_RETAIL_POLICY, compactToolSpecs, PrepareSchema, type ToolSchemaStyle } from './retail/prepare.ts';
+import { readConfigFile } from './configFile.ts';
 import { parseStagesRunFile } from './trainSetup.ts';
 
 export const MODEL_SETTINGS_FILE = 'longrun.json';
@@ -235,18 +235,7 @@ export interface ShipOptions {
 export function shipModelSettings(o: ShipOptions): { dir: string; file: string; settings: ModelSettings; log: string[] } {
   const src = o.checkpoint;
   if (!existsSync(join(src, 'config.json'))) throw new Error(`--checkpoint ${src}: not a model folder (no config.json)`);
-  let text: string;
-  try {
-    text = readFileSync(o.runFile, 'utf8');
-  } catch (e) {
-    throw new Error(`--from-run: cannot read ${o.runFile} (${(e as Error).message})`, { cause: e });
-  }
-  let raw: unknown;
-  try {
-    raw = parseYaml(text);
-  } catch (e) {
-    throw new Error(`--from-run ${o.runFile}: not valid YAML/JSON (${(e as Error).message})`, { cause: e });
-  }
+  const raw = readConfigFile(o.runFile, '--from-run');
   const settings = settingsFromRun(raw, { runFile: o.runFile, overrides: o.overrides });
   const { run } = parseStagesRunFile(raw);
   const log: string[] = [];

@@ -10,8 +10,8 @@
  *   type: gpt-oss
  *   checkpoint: out/sft/model    # or `preset: tiny-1m` for a fresh model (vocabSize from the tokenizer)
  *   modelConfig: { max_position_embeddings: 8192 }   # preset overrides (fresh models only)
- *   tokenizer: out/sft/tokenizer.json   # a BPE file or o200k_harmony (not needed for the toy task)
- *   format: harmony              # chat format (toy task: its own word format)
+ *   tokenizer: out/sft/tokenizer.json   # a BPE file, o200k_harmony or qwen3 (not needed for the toy task)
+ *   format: harmony              # chat format: harmony | hermes | qwen3 (toy task: its own word format)
  *   lr: 1e-5
  *   reference: frozen-copy       # frozen-copy | adapters-off (built only when grpo has a KL loss or KL in the reward)
  * engine: { type: in-process, batching: step, maxBatchSize: 16 }   # or { type: openai, baseUrl, model }
@@ -26,7 +26,7 @@ import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
 import type { LoadedSynthTaskSet } from '../domains/retail/synth/taskset.ts';
 import { z } from 'zod';
 import type { ChatFormat, Tokenizer, ToolSpec } from '../llm/index.ts';
-import { createChatFormat, loadTokenizer } from '../llm/index.ts';
+import { CHAT_FORMAT_NAMES, createChatFormat, loadTokenizer } from '../llm/index.ts';
 import { presetConfig, type GptOssConfigInput } from '../model/config.ts';
 import { GptOssModel } from '../model/model.ts';
 import { loadModel } from '../model/checkpoint/index.ts';
@@ -41,7 +41,7 @@ import { BackendEngine, BackendPolicy } from '../rl/backendPolicy.ts';
 import type { Policy } from '../rl/policy.ts';
 import { TinkerBackend } from '../rl/tinker/backend.ts';
 import type { TrainerDeps } from '../rl/trainer.ts';
-import { createToySetup } from '../rl/toy/toyTask.ts';
+import { createToySetup } from './toy/toyTask.ts';
 
 export const RunFileSchema = z.object({
   task: z.enum(['toy', 'retail-v0', 'retail-v1', 'retail-synth']),
@@ -62,7 +62,7 @@ export const RunFileSchema = z.object({
      * alike); validation keeps every family.
      */
     trainFamilies: z.array(z.enum(TASK_FAMILIES)).min(1).optional(),
-  }).strict().default({ split: 'base', tools: 'full' }),
+  }).strict().prefault({}),
   policy: z.object({
     type: z.enum(['tabular', 'gpt-oss']),
     checkpoint: z.string().optional(),
@@ -70,7 +70,8 @@ export const RunFileSchema = z.object({
     /** Overrides of the preset's config (e.g. max_position_embeddings for the long retail prompts). */
     modelConfig: z.record(z.string(), z.unknown()).optional(),
     tokenizer: z.string().optional(),
-    format: z.enum(['harmony', 'hermes']).default('harmony'),
+    /** qwen3 needs tokenizer qwen3 (docs/tinker.md). */
+    format: z.enum(CHAT_FORMAT_NAMES).default('harmony'),
     lr: z.number().positive().optional(),
     weightDecay: z.number().min(0).default(0.01),
     reference: z.enum(['frozen-copy', 'adapters-off']).default('frozen-copy'),
@@ -89,7 +90,7 @@ export const RunFileSchema = z.object({
     baseUrl: z.string().optional(),
     model: z.string().optional(),
     concurrency: z.number().int().positive().optional(),
-  }).strict().default({ type: 'in-process', batching: 'step', maxBatchSize: 16 }),
+  }).strict().prefault({}),
   /**
    * Where the policy's weights live and train; absent: in process. `type: tinker` is a Tinker-compatible service
    * (`longrun serve trainer`, the hosted Tinker API; src/rl/tinker/, JSON protocol of the tinker SDK ≤ 0.24.x): the
@@ -120,7 +121,7 @@ export const RunFileSchema = z.object({
       beta1: z.number().min(0).lt(1).default(0.9),
       beta2: z.number().min(0).lt(1).default(0.999),
       eps: z.number().positive().default(1e-8),
-    }).strict().default({ beta1: 0.9, beta2: 0.999, eps: 1e-8 }),
+    }).strict().prefault({}),
   }).strict().optional(),
   sft: z.object({
     /** Trajectories JSONL (`longrun rollout` output); or `stream`. */
@@ -163,7 +164,7 @@ export const RunFileSchema = z.object({
     }).strict().optional(),
     /**
      * Every expert conversation that writes, cut after its first write call (fresh addresses in address writes),
-     * mixed into the SFT data (src/recipes/retail/addressDrill.ts, writeDrillRecords); rendered without the system prompt.
+     * mixed into the SFT data (src/recipes/retail/writeDrill.ts); rendered without the system prompt.
      */
     writeDrill: z.object({
       documents: z.number().int().min(1),
@@ -326,7 +327,7 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
     return { deps: { ...common, policy, engine, actorUpdate }, model, tokenizer: s.tokenizer, close };
   }
   if (run.policy.type !== 'gpt-oss') throw new Error(`policy.type ${run.policy.type} only works with task: toy`);
-  if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file or o200k_harmony)');
+  if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file, o200k_harmony or qwen3)');
   if (run.task === 'retail-synth') return buildSynthRun(run);
   const { makeRetailEnv, loadRetailTaskSet } = await import('../domains/retail/register.ts');
   const version = run.task === 'retail-v0' ? 'v0' : 'v1';
@@ -371,7 +372,7 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const { conversationDefaults } = await import('./retail/prepare.ts');
   const o = run.taskOptions;
   if (!o.dataDir) throw new Error('task retail-synth needs taskOptions.dataDir (a task-set folder from `longrun gen tasks`)');
-  if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file or o200k_harmony)');
+  if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file, o200k_harmony or qwen3)');
   const trainSet = readTaskSet(o.dataDir);
   const valSet = o.valDir ? readTaskSet(o.valDir) : undefined;
   const tokenizer = loadTokenizer(run.policy.tokenizer);

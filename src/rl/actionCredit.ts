@@ -10,6 +10,9 @@
  * identity lookups every episode starts with) earn nothing, so a policy cannot settle on the lookups alone.
  */
 
+import type { Trajectory } from '../rollout/agentLoop.ts';
+import type { RewardInfo } from '../tooluse/evaluator.ts';
+
 /**
  * Which gold actions earn credit: all of them; only the writes (reads such as the identity lookups earn none); or
  * the writes graded, a matched write 1 and a call of the right write tool with other arguments ½ (the right action
@@ -18,23 +21,28 @@
 export type CreditedActions = 'all' | 'writes' | 'writes-graded';
 
 /**
- * The share of gold actions an episode matched, from its reward info; 0 when there is none (e.g. a truncated
- * episode, or a task without gold writes when only writes count).
+ * The share of gold actions an episode matched, from the evaluator's action checks; 0 when there are none (an
+ * episode that ended prematurely, an env without gold actions, or a task without gold writes when only writes count).
  */
-export function goldActionShare(rewardInfo: unknown, actions: CreditedActions = 'all', calledTools: ReadonlySet<string> = new Set()): number {
-  if (typeof rewardInfo !== 'object' || rewardInfo === null) return 0;
-  const all = (rewardInfo as { actionChecks?: unknown }).actionChecks;
-  if (!Array.isArray(all)) return 0;
-  const checks = (all as unknown[])
-    .filter((c): c is { actionMatch?: unknown; toolType?: unknown; action?: { name?: unknown } } => typeof c === 'object' && c !== null)
-    .filter((c) => actions === 'all' || c.toolType === 'write');
+export function goldActionShare(rewardInfo: Pick<RewardInfo, 'actionChecks'> | null, actions: CreditedActions = 'all', calledTools: ReadonlySet<string> = new Set()): number {
+  const checks = (rewardInfo?.actionChecks ?? []).filter((c) => actions === 'all' || c.toolType === 'write');
   if (checks.length === 0) return 0;
   let credit = 0;
   for (const c of checks) {
-    if (c.actionMatch === true) credit += 1;
-    else if (actions === 'writes-graded' && typeof c.action?.name === 'string' && calledTools.has(c.action.name)) credit += 0.5;
+    if (c.actionMatch) credit += 1;
+    else if (actions === 'writes-graded' && calledTools.has(c.action.name)) credit += 0.5;
   }
   return credit / checks.length;
+}
+
+/** The gold-action shares of a batch of episodes, for the `reward/gold_*` metrics of a run with partial credit. */
+export function goldActionMetrics(episodes: readonly Pick<Trajectory, 'rewardInfo' | 'messages'>[]): Record<string, number> {
+  const mean = (f: (e: Pick<Trajectory, 'rewardInfo' | 'messages'>) => number) => episodes.reduce((a, e) => a + f(e), 0) / Math.max(episodes.length, 1);
+  return {
+    'reward/gold_action_share': mean((e) => goldActionShare(e.rewardInfo)),
+    'reward/gold_write_share': mean((e) => goldActionShare(e.rewardInfo, 'writes')),
+    'reward/gold_write_graded': mean((e) => goldActionShare(e.rewardInfo, 'writes-graded', calledToolNames(e.messages))),
+  };
 }
 
 /** Names of the tools the agent called in an episode's messages. */

@@ -24,9 +24,9 @@
 import type { Batch } from '../rollout/batch.ts';
 import { aggregateLoss, aggregationDenominators, type AggregationDenominators } from './aggregate.ts';
 import type { TrainerConfig } from './config.ts';
-import { klPenalty, type KlPenaltyType } from './kl.ts';
+import { klPenalty } from './kl.ts';
 import type { Policy } from './policy.ts';
-import { computePolicyLoss } from './policyLoss.ts';
+import { computePolicyLoss, policyLossAggregation } from './policyLoss.ts';
 
 export interface ActorUpdateOptions {
   actor: TrainerConfig['actor'];
@@ -139,13 +139,12 @@ async function microBatchBackward(policy: Policy, micro: Batch, denominators: Ag
     cols: R,
     isWeights: micro.hasTensor('rollout_is_weights') ? micro.tensor('rollout_is_weights').data : undefined,
   }, { clipRatio: a.clipRatio, clipRatioLow: a.clipRatioLow, clipRatioHigh: a.clipRatioHigh, clipRatioC: a.clipRatioC });
-  // GSPO is defined with the sequence-level mean (arXiv 2507.18071); verl forces seq-mean-token-mean for it.
-  const pgAgg = aggregateLoss(pg.losses, mask, B, R, a.policyLoss === 'gspo' ? 'seq-mean-token-mean' : a.lossAggMode, agg);
+  const pgAgg = aggregateLoss(pg.losses, mask, B, R, policyLossAggregation(a.policyLoss, a.lossAggMode), agg);
   const dLogprobs = new Float32Array(B * R);
   for (let k = 0; k < B * R; k++) dLogprobs[k] = pgAgg.weights[k] * pg.dLogprob[k];
   let klLoss = 0;
   if (a.useKlLoss) {
-    const kl = klPenalty(cur.logprobs, micro.tensor('ref_log_prob').data, mask, B, R, a.klLossType as KlPenaltyType);
+    const kl = klPenalty(cur.logprobs, micro.tensor('ref_log_prob').data, mask, B, R, a.klLossType);
     const klAgg = aggregateLoss(kl.values, mask, B, R, a.lossAggMode, agg);
     for (let k = 0; k < B * R; k++) dLogprobs[k] += a.klLossCoef * klAgg.weights[k] * kl.dLogprob[k];
     klLoss = klAgg.value;

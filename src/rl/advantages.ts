@@ -1,15 +1,15 @@
 /**
- * Outcome advantages for group-relative policy optimisation (verl.md §4.1, §4.2).
+ * Outcome advantages for group-relative policy optimisation (docs/grpo.md, "Advantages").
  *
  * Every estimator here is outcome-only: a trajectory's score is the plain (unmasked) sum of its token-level rewards,
  * one scalar per trajectory is computed from its group (trajectories sharing a `uid`), and that scalar is broadcast
  * over the response tokens through the response mask (observation and padding tokens get 0).
  */
 
+import { namesOf } from './registry.ts';
+
 /** verl's `epsilon` in compute_grpo_outcome_advantage. */
 export const GRPO_EPSILON = 1e-6;
-
-export type AdvantageEstimator = 'grpo' | 'rloo' | 'rft';
 
 export interface AdvantageOptions {
   /** `algorithm.norm_adv_by_std_in_grpo`: true = GRPO, false = Dr.GRPO (no std scaling). Default true. */
@@ -32,7 +32,7 @@ export interface AdvantageResult {
   tokens: Float32Array;
 }
 
-/** `s_i = Σ_t token_level_rewards[i, t]` over all R positions (not masked, verl.md §4.1 step 1). */
+/** `s_i = Σ_t token_level_rewards[i, t]` over all R positions (not masked). */
 export function sequenceScores(tokenLevelRewards: ArrayLike<number>, rows: number, cols: number): Float64Array {
   checkShape('tokenLevelRewards', tokenLevelRewards, rows, cols);
   const s = new Float64Array(rows);
@@ -90,7 +90,7 @@ export function grpoSequenceAdvantages(scores: ArrayLike<number>, uids: readonly
 }
 
 /**
- * RLOO (verl.md §4.2): for a group of K > 1, `A_i = K/(K−1)·(s_i − mean_g)` (= s_i − mean of the others);
+ * RLOO (Ahmadian et al., arXiv 2402.14740, leave-one-out baseline): for a group of K > 1, `A_i = K/(K−1)·(s_i − mean_g)` (= s_i − mean of the others);
  * a singleton gets `s_i`.
  */
 export function rlooSequenceAdvantages(scores: ArrayLike<number>, uids: readonly string[]): Float64Array {
@@ -119,7 +119,7 @@ export function rftSequenceAdvantages(scores: ArrayLike<number>, minReward = 1):
   return Float64Array.from(scores, (s) => (s >= minReward ? 1 : 0));
 }
 
-/** `advantages[i, t] = A_i · m[i, t]` (verl.md §4.1 step 4). */
+/** `advantages[i, t] = A_i · m[i, t]` (the outcome advantage on every response token). */
 export function broadcastOverMask(sequence: ArrayLike<number>, responseMask: ArrayLike<number>, rows: number, cols: number): Float32Array {
   if (sequence.length !== rows) throw new Error(`broadcast: ${sequence.length} sequence values for ${rows} rows`);
   checkShape('responseMask', responseMask, rows, cols);
@@ -127,6 +127,22 @@ export function broadcastOverMask(sequence: ArrayLike<number>, responseMask: Arr
   for (let i = 0; i < rows; i++) for (let t = 0; t < cols; t++) out[i * cols + t] = responseMask[i * cols + t] === 0 ? 0 : sequence[i] * responseMask[i * cols + t];
   return out;
 }
+
+/** One estimator: the per-trajectory scores of a batch and their group uids → one advantage per trajectory. */
+type SequenceAdvantages = (scores: Float64Array, uids: readonly string[], options: AdvantageOptions) => Float64Array;
+
+/** The advantage estimators by `algorithm.advEstimator` name (docs/grpo.md, "Advantages"). */
+export const ADVANTAGE_ESTIMATORS = {
+  grpo: (scores, uids, options) => grpoSequenceAdvantages(scores, uids, options),
+  rloo: (scores, uids) => rlooSequenceAdvantages(scores, uids),
+  rft: (scores, uids, options) => {
+    if (uids.length !== scores.length) throw new Error(`rft advantages: ${scores.length} rows but ${uids.length} uids`);
+    return rftSequenceAdvantages(scores, options.minReward);
+  },
+} as const satisfies Record<string, SequenceAdvantages>;
+
+export type AdvantageEstimator = keyof typeof ADVANTAGE_ESTIMATORS;
+export const ADVANTAGE_ESTIMATOR_NAMES = namesOf(ADVANTAGE_ESTIMATORS);
 
 /** The whole estimator: token-level rewards `[B,R]` + mask + uids → per-sequence and per-token advantages. */
 export function computeAdvantages(
@@ -139,21 +155,9 @@ export function computeAdvantages(
   options: AdvantageOptions = {},
 ): AdvantageResult {
   const scores = sequenceScores(tokenLevelRewards, rows, cols);
-  let sequence: Float64Array;
-  switch (estimator) {
-    case 'grpo':
-      sequence = grpoSequenceAdvantages(scores, uids, options);
-      break;
-    case 'rloo':
-      sequence = rlooSequenceAdvantages(scores, uids);
-      break;
-    case 'rft':
-      if (uids.length !== rows) throw new Error(`rft advantages: ${rows} rows but ${uids.length} uids`);
-      sequence = rftSequenceAdvantages(scores, options.minReward);
-      break;
-    default:
-      throw new Error(`unknown advantage estimator "${String(estimator)}" (use grpo, rloo or rft)`);
-  }
+  const f: SequenceAdvantages | undefined = Object.hasOwn(ADVANTAGE_ESTIMATORS, estimator) ? ADVANTAGE_ESTIMATORS[estimator] : undefined;
+  if (!f) throw new Error(`unknown advantage estimator "${String(estimator)}" (use ${ADVANTAGE_ESTIMATOR_NAMES.join(', ')})`);
+  const sequence = f(scores, uids, options);
   return { sequence, tokens: broadcastOverMask(sequence, responseMask, rows, cols) };
 }
 

@@ -10,9 +10,7 @@
  * mini-batch.
  */
 import { checkShape } from './advantages.ts';
-
-export type LossAggMode = 'token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-mean' | 'seq-mean-token-sum-norm';
-export const LOSS_AGG_MODES: readonly LossAggMode[] = ['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'];
+import { namesOf } from './registry.ts';
 
 /** The 1e-8 verl adds to a sequence's token count in seq-mean-token-mean. */
 export const SEQ_MEAN_EPS = 1e-8;
@@ -51,7 +49,19 @@ export function aggregationDenominators(mask: ArrayLike<number>, rows: number, c
   return { tokens: counts.reduce((a, c) => a + c, 0), sequences: counts.reduce((a, c) => a + (c > 0 ? 1 : 0), 0) };
 }
 
+/** What a mode's row weight is computed from: the mini-batch's denominators and this batch's rows. */
+interface AggregationInput {
+  tokens: number;
+  sequences: number;
+  /** n_i, the valid tokens of each row. */
+  tokenCounts: Float64Array;
+  /** `loss_scale_factor` (seq-mean-token-sum-norm). */
+  factor: number;
+}
+
 /**
+ * The aggregation modes by `actor.lossAggMode` name. Each gives the weight w_i of row i's valid tokens (∂value/∂L[i,t]
+ * = w_i·m[i,t]), or null when the mini-batch has nothing to divide by (the value is then 0).
  * With N = Σ m and S = the number of sequences with ≥ 1 valid token, both over the mini-batch, and n_i = Σ_t m[i,t]:
  * - token-mean: Σ L·m / N — DAPO's token-level loss (arXiv 2503.14476, §3.3: 1/Σ_i|o_i| · Σ_i Σ_t)
  * - seq-mean-token-sum: Σ_i (Σ_t L·m) / S
@@ -61,17 +71,33 @@ export function aggregationDenominators(mask: ArrayLike<number>, rows: number, c
  *   1/|o_i| length term, 1/G · Σ_i Σ_t, with a constant in place of the length (the paper's code divides by the
  *   generation budget; the default here is R). verl's legacy actor divides Σ L·m by the constant only and then by
  *   the number of micro-batches, which made the value depend on the split; dividing by S keeps the paper's 1/G.
- * The verl config page names the modes (https://verl.readthedocs.io/en/latest/examples/config.html, `loss_agg_mode`).
- * An empty mask gives 0 with zero weights.
+ * The verl config page names the modes (https://verl.readthedocs.io/en/latest/examples/config.html, `loss_agg_mode`);
+ * docs/grpo.md, "Aggregation".
  */
+export const LOSS_AGGREGATIONS = {
+  'token-mean': ({ tokens }) => (tokens > 0 ? () => 1 / tokens : null),
+  'seq-mean-token-sum': ({ sequences }) => (sequences > 0 ? () => 1 / sequences : null),
+  'seq-mean-token-mean': ({ sequences, tokenCounts }) => (sequences > 0 ? (i) => 1 / (sequences * (tokenCounts[i] + SEQ_MEAN_EPS)) : null),
+  'seq-mean-token-sum-norm': ({ sequences, factor }) => {
+    if (!(factor > 0)) throw new RangeError(`loss_scale_factor must be > 0, got ${factor}`);
+    return sequences > 0 ? () => 1 / (sequences * factor) : null;
+  },
+} as const satisfies Record<string, (x: AggregationInput) => ((row: number) => number) | null>;
+
+export type LossAggMode = keyof typeof LOSS_AGGREGATIONS;
+export const LOSS_AGG_MODES = namesOf(LOSS_AGGREGATIONS);
+
+/** The aggregate of per-token losses `[rows, cols]` under `mode` (`LOSS_AGGREGATIONS`); an empty mask gives 0 with zero weights. */
 export function aggregateLoss(losses: ArrayLike<number>, mask: ArrayLike<number>, rows: number, cols: number, mode: LossAggMode, options: AggregateOptions = {}): Aggregated {
   checkShape('losses', losses, rows, cols);
   checkShape('mask', mask, rows, cols);
+  if (!Object.hasOwn(LOSS_AGGREGATIONS, mode)) throw new Error(`unknown loss_agg_mode "${String(mode)}" (use one of ${LOSS_AGG_MODES.join(', ')})`);
   const tokenCounts = rowTokenCounts(mask, rows, cols);
   const { tokens, sequences } = options.denominators ?? aggregationDenominators(mask, rows, cols);
   const weights = new Float32Array(rows * cols);
   let value = 0;
-  const assign = (rowWeight: (i: number) => number) => {
+  const rowWeight = LOSS_AGGREGATIONS[mode]({ tokens, sequences, tokenCounts, factor: options.lossScaleFactor ?? cols });
+  if (rowWeight) {
     for (let i = 0; i < rows; i++) {
       if (tokenCounts[i] === 0) continue;
       const w = rowWeight(i);
@@ -82,25 +108,6 @@ export function aggregateLoss(losses: ArrayLike<number>, mask: ArrayLike<number>
         value += wk * losses[k];
       }
     }
-  };
-  switch (mode) {
-    case 'token-mean':
-      if (tokens > 0) assign(() => 1 / tokens);
-      break;
-    case 'seq-mean-token-sum':
-      if (sequences > 0) assign(() => 1 / sequences);
-      break;
-    case 'seq-mean-token-mean':
-      if (sequences > 0) assign((i) => 1 / (sequences * (tokenCounts[i] + SEQ_MEAN_EPS)));
-      break;
-    case 'seq-mean-token-sum-norm': {
-      const factor = options.lossScaleFactor ?? cols;
-      if (!(factor > 0)) throw new RangeError(`loss_scale_factor must be > 0, got ${factor}`);
-      if (sequences > 0) assign(() => 1 / (sequences * factor));
-      break;
-    }
-    default:
-      throw new Error(`unknown loss_agg_mode "${String(mode)}" (use one of ${LOSS_AGG_MODES.join(', ')})`);
   }
   return { value, weights };
 }

@@ -1,14 +1,19 @@
 /**
- * Trainer configuration, validated with zod; the names follow verl's config keys in camelCase (verl.md §5), and the
- * defaults are verl's unless a comment says why not. Batch sizes: `trainBatchSize` and `ppoMiniBatchSize` count
- * PROMPTS (tasks), `ppoMicroBatchSize` counts TRAJECTORIES, as in verl.
+ * Trainer configuration, validated with zod; the names follow verl's config keys in camelCase
+ * (https://verl.readthedocs.io/en/latest/examples/config.html), and the defaults are verl's unless a comment says why
+ * not. Each default is stated once, on its field: a section left out is parsed from `{}` (`prefault`). The names of
+ * the estimators, losses, KL penalties and aggregations come from their registries (advantages.ts, policyLoss.ts,
+ * kl.ts, aggregate.ts). Batch sizes: `trainBatchSize` and `ppoMiniBatchSize` count PROMPTS (tasks),
+ * `ppoMicroBatchSize` counts TRAJECTORIES, as in verl. The formulas behind the knobs are in docs/grpo.md; knobs
+ * marked "verl parity" exist so that a verl recipe translates key for key, and no committed run file uses them.
  */
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { ADVANTAGE_ESTIMATOR_NAMES } from './advantages.ts';
+import { LOSS_AGG_MODES } from './aggregate.ts';
 import { KL_PENALTY_TYPES } from './kl.ts';
+import { POLICY_LOSS_MODES } from './policyLoss.ts';
 
-const klType = z.string().refine((s) => KL_PENALTY_TYPES.includes(s), { message: `must be one of ${KL_PENALTY_TYPES.join(', ')}` });
+const klType = z.enum(KL_PENALTY_TYPES, { error: `must be one of ${KL_PENALTY_TYPES.join(', ')}` });
 
 export const TrainerConfigSchema = z.object({
   data: z.object({
@@ -22,7 +27,7 @@ export const TrainerConfigSchema = z.object({
     n: z.number().int().positive().default(8),
     temperature: z.number().min(0).default(1),
     topP: z.number().gt(0).max(1).default(1),
-    /** −1 = off. */
+    /** −1 = off. verl parity. */
     topK: z.number().int().default(-1),
     /**
      * `multi_turn.max_assistant_turns`: model turns per episode, each tool call one (src/rollout/agentLoop.ts); an
@@ -36,7 +41,7 @@ export const TrainerConfigSchema = z.object({
     /** Episodes in flight at once. */
     concurrency: z.number().int().positive().default(8),
     onParseError: z.enum(['send-text', 'terminate']).default('send-text'),
-  }).strict().default({ n: 8, temperature: 1, topP: 1, topK: -1, maxTurns: 30, maxResponseTokens: 1024, concurrency: 8, onParseError: 'send-text' }),
+  }).strict().prefault({}),
   actor: z.object({
     /** Prompts per optimizer step: `ppo_mini_batch_size` (default: the whole batch, one step). */
     ppoMiniBatchSize: z.number().int().positive().optional(),
@@ -60,12 +65,15 @@ export const TrainerConfigSchema = z.object({
      * 'vanilla' PPO clip, 'gspo', or 'sft' (−log π per response token: rejection-sampling fine-tuning's loss; only
      * with `algorithm.advEstimator: 'rft'`, where it is the default and the only one accepted).
      */
-    policyLoss: z.enum(['vanilla', 'gspo', 'sft']).default('vanilla'),
+    policyLoss: z.enum(POLICY_LOSS_MODES).default('vanilla'),
     clipRatio: z.number().min(0).default(0.2),
     clipRatioLow: z.number().min(0).optional(),
     clipRatioHigh: z.number().min(0).optional(),
+    /** The dual-clip constant c of the vanilla loss. verl parity. */
     clipRatioC: z.number().gt(1).default(3),
-    lossAggMode: z.enum(['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm']).default('token-mean'),
+    /** docs/grpo.md, "Aggregation"; `seq-mean-token-sum` is there for verl parity. */
+    lossAggMode: z.enum(LOSS_AGG_MODES).default('token-mean'),
+    /** seq-mean-token-sum-norm's constant (default: `rollout.maxResponseTokens`). verl parity. */
     lossScaleFactor: z.number().positive().optional(),
     entropyCoeff: z.number().default(0),
     /**
@@ -76,7 +84,7 @@ export const TrainerConfigSchema = z.object({
     useKlLoss: z.boolean().default(false),
     klLossCoef: z.number().min(0).default(0.001),
     klLossType: klType.default('low_var_kl'),
-  }).strict().default({ ppoEpochs: 1, gradClip: 1, policyLoss: 'vanilla', clipRatio: 0.2, clipRatioC: 3, lossAggMode: 'token-mean', entropyCoeff: 0, useKlLoss: false, klLossCoef: 0.001, klLossType: 'low_var_kl' }),
+  }).strict().prefault({}),
   algorithm: z.object({
     /**
      * 'grpo', 'rloo', or 'rft': online rejection-sampling fine-tuning (expert iteration; RAFT, arXiv 2304.06767;
@@ -94,13 +102,14 @@ export const TrainerConfigSchema = z.object({
      * `rft/kept_tokens`, `rft/skipped_steps` (optimizer steps skipped because their mini-batch kept no row; with one
      * mini-batch and one epoch, 1 on a step that kept nothing and so changed no weight).
      */
-    advEstimator: z.enum(['grpo', 'rloo', 'rft']).default('grpo'),
+    advEstimator: z.enum(ADVANTAGE_ESTIMATOR_NAMES).default('grpo'),
     rft: z.object({
       /** Episodes with a task reward ≥ this are kept (τ² rewards lie in [0, 1]; 1 = successes only). */
       minReward: z.number().gt(0).max(1).default(1),
-    }).strict().default({ minReward: 1 }),
+    }).strict().prefault({}),
     /** false = Dr.GRPO. With `actionCredit` the std comes from the task rewards (see there). */
     normAdvByStdInGrpo: z.boolean().default(true),
+    /** KL in the reward: token_level_rewards = scores − klCoef · kl(old, ref). verl parity, as are the next two. */
     useKlInReward: z.boolean().default(false),
     klPenalty: klType.default('kl'),
     /** Fixed β of `kl_ctrl`. */
@@ -110,21 +119,24 @@ export const TrainerConfigSchema = z.object({
       metric: z.enum(['reward', 'success']).default('reward'),
       /** ≤ 0: unlimited. */
       maxNumGenBatches: z.number().int().default(10),
-    }).strict().default({ enable: false, metric: 'reward', maxNumGenBatches: 10 }),
-    /** Rollout correction (verl.md §4.8): needs the engine's log-probs. */
+    }).strict().prefault({}),
+    /**
+     * Rollout correction (docs/grpo.md, "Rollout correction"; https://verl.readthedocs.io/en/latest/algo/rollout_corr.html):
+     * needs the engine's log-probs.
+     */
     rolloutCorrection: z.object({
-      /** Truncated importance weights π_old/π_rollout per token or per sequence, multiplied into the PG loss. */
+      /** Truncated importance weights π_old/π_rollout per token or per sequence, multiplied into the PG loss. verl parity. */
       rolloutIs: z.enum(['token', 'sequence']).nullable().default(null),
-      /** `rollout_is_threshold`. */
+      /** `rollout_is_threshold`. verl parity. */
       threshold: z.number().positive().default(2),
       /** Use the rollout log-probs as π_old and skip the old-log-prob forward. */
       bypassMode: z.boolean().default(false),
-    }).strict().default({ rolloutIs: null, threshold: 2, bypassMode: false }),
+    }).strict().prefault({}),
     overlongBuffer: z.object({
       enable: z.boolean().default(false),
       len: z.number().int().positive().default(256),
       penaltyFactor: z.number().min(0).default(1),
-    }).strict().default({ enable: false, len: 256, penaltyFactor: 1 }),
+    }).strict().prefault({}),
     /**
      * Partial credit for training only: an episode whose task reward r is below 1 earns `weight` × the share of the
      * task's gold actions it matched (τ²'s action check: right tool, right arguments), r' = r + (1 − r) · weight · f.
@@ -144,8 +156,8 @@ export const TrainerConfigSchema = z.object({
        * a matched write 1, a call of the right write tool with other arguments ½.
        */
       actions: z.enum(['all', 'writes', 'writes-graded']).default('all'),
-    }).strict().default({ enable: false, weight: 0.5, actions: 'all' }),
-  }).strict().default({ advEstimator: 'grpo', rft: { minReward: 1 }, normAdvByStdInGrpo: true, useKlInReward: false, klPenalty: 'kl', klCoef: 0.001, filterGroups: { enable: false, metric: 'reward', maxNumGenBatches: 10 }, rolloutCorrection: { rolloutIs: null, threshold: 2, bypassMode: false }, overlongBuffer: { enable: false, len: 256, penaltyFactor: 1 }, actionCredit: { enable: false, weight: 0.5, actions: 'all' } }),
+    }).strict().prefault({}),
+  }).strict().prefault({}),
   trainer: z.object({
     totalSteps: z.number().int().positive(),
     seed: z.number().int().min(0).default(0),
@@ -181,7 +193,7 @@ export const TrainerConfigSchema = z.object({
       trainGroups: z.number().int().min(0).default(1),
       valSamples: z.number().int().min(0).default(1),
       maxChars: z.number().int().positive().default(16_000),
-    }).strict().default({ trainGroups: 1, valSamples: 1, maxChars: 16_000 }),
+    }).strict().prefault({}),
     progress: z.boolean().default(false),
   }).strict(),
 }).strict();
@@ -236,23 +248,4 @@ export function parseTrainerConfig(raw: unknown): TrainerConfig {
   const rft = rftConflicts(c);
   if (rft.length) throw new Error(`invalid trainer config:\n${rft.map((l) => `  ${l}`).join('\n')}`);
   return c;
-}
-
-/** Reads a YAML (or JSON) config file. The trainer section lives under `grpo:` when the file also holds other stages. */
-export function loadTrainerConfigFile(path: string): { config: TrainerConfig; raw: Record<string, unknown> } {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new Error(`cannot read config file ${path}: ${(e as Error).message}`, { cause: e });
-  }
-  let raw: unknown;
-  try {
-    raw = parseYaml(text);
-  } catch (e) {
-    throw new Error(`config file ${path} is not valid YAML: ${(e as Error).message}`, { cause: e });
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`config file ${path} must hold a mapping`);
-  const obj = raw as Record<string, unknown>;
-  return { config: parseTrainerConfig(obj.grpo ?? obj), raw: obj };
 }

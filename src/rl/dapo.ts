@@ -1,5 +1,6 @@
 /**
- * DAPO: dynamic sampling ("filter groups", verl.md §4.6) and overlong reward shaping (§4.7).
+ * DAPO (arXiv 2503.14476, §3.2 and §3.4): dynamic sampling ("filter groups") and overlong reward shaping, with
+ * verl's config names (https://verl.readthedocs.io/en/latest/algo/dapo.html); docs/grpo.md, "DAPO".
  */
 import { groupIndices } from './advantages.ts';
 

@@ -1,5 +1,6 @@
 /**
- * KL penalties between the current policy and the reference (verl.md §4.5), and the entropy bonus (§4.3).
+ * KL penalties between the current policy and the reference (docs/grpo.md, "KL penalties"; the k1/k2/k3
+ * estimators of J. Schulman, http://joschu.net/blog/kl-approx.html, with verl's names and clamps).
  *
  * With d = logπ − logπref:
  * - `kl` / `k1`: d;  `abs`: |d|;  `mse` / `k2`: ½d²
@@ -8,13 +9,39 @@
  * `full` needs full-vocabulary distributions and is rejected, as in verl.
  */
 import { checkShape } from './advantages.ts';
-
-export type KlBase = 'kl' | 'k1' | 'abs' | 'mse' | 'k2' | 'low_var_kl' | 'k3';
-export type KlPenaltyType = KlBase | `${KlBase}+`;
-export const KL_PENALTY_TYPES: readonly string[] = ['kl', 'k1', 'abs', 'mse', 'k2', 'low_var_kl', 'k3'].flatMap((t) => [t, `${t}+`]);
+import { namesOf } from './registry.ts';
 
 export const K3_LOG_RATIO_CLAMP = 20;
 export const K3_VALUE_CLAMP = 10;
+
+/** One token's penalty and its derivative w.r.t. logπ. */
+type KlEstimator = (logprob: number, refLogprob: number) => { value: number; grad: number };
+
+const k1: KlEstimator = (logprob, refLogprob) => ({ value: logprob - refLogprob, grad: 1 });
+const abs: KlEstimator = (logprob, refLogprob) => {
+  const d = logprob - refLogprob;
+  return { value: Math.abs(d), grad: Math.sign(d) };
+};
+const k2: KlEstimator = (logprob, refLogprob) => {
+  const d = logprob - refLogprob;
+  return { value: 0.5 * d * d, grad: d };
+};
+const k3: KlEstimator = (logprob, refLogprob) => {
+  const xRaw = refLogprob - logprob;
+  const x = Math.min(Math.max(xRaw, -K3_LOG_RATIO_CLAMP), K3_LOG_RATIO_CLAMP);
+  const raw = Math.exp(x) - x - 1;
+  const value = Math.min(Math.max(raw, -K3_VALUE_CLAMP), K3_VALUE_CLAMP);
+  // dk3/dlogπ = (exp(x) − 1)·(−1), zero where either clamp is active.
+  return { value, grad: x !== xRaw || value !== raw ? 0 : 1 - Math.exp(x) };
+};
+
+/** The KL estimators by `actor.klLossType` / `algorithm.klPenalty` name (verl's names); each also has a `+` form. */
+export const KL_ESTIMATORS = { kl: k1, k1, abs, mse: k2, k2, low_var_kl: k3, k3 } as const satisfies Record<string, KlEstimator>;
+
+export type KlBase = keyof typeof KL_ESTIMATORS;
+export type KlPenaltyType = KlBase | `${KlBase}+`;
+/** Every accepted name: each estimator, then its straight-through `+` variant. */
+export const KL_PENALTY_TYPES = namesOf(KL_ESTIMATORS).flatMap((t) => [t, `${t}+` as const]) as [KlPenaltyType, ...KlPenaltyType[]];
 
 export interface KlResult {
   /** Per-token penalty (0 where the mask is 0). */
@@ -23,47 +50,20 @@ export interface KlResult {
   dLogprob: Float32Array;
 }
 
-function kind(type: KlPenaltyType): { base: 'k1' | 'abs' | 'k2' | 'k3'; straightThrough: boolean } {
+function kind(type: KlPenaltyType): { estimator: KlEstimator; straightThrough: boolean } {
   if (type === ('full' as string)) throw new Error('kl penalty "full" needs full-vocabulary distributions and is not implemented (as in verl)');
   const straightThrough = type.endsWith('+');
-  const b = straightThrough ? type.slice(0, -1) : type;
-  const map: Record<string, 'k1' | 'abs' | 'k2' | 'k3'> = { kl: 'k1', k1: 'k1', abs: 'abs', mse: 'k2', k2: 'k2', low_var_kl: 'k3', k3: 'k3' };
-  const base = map[b];
-  if (!base) throw new Error(`unknown kl penalty type "${type}" (use one of ${KL_PENALTY_TYPES.join(', ')})`);
-  return { base, straightThrough };
+  const base = straightThrough ? type.slice(0, -1) : type;
+  if (!Object.hasOwn(KL_ESTIMATORS, base)) throw new Error(`unknown kl penalty type "${type}" (use one of ${KL_PENALTY_TYPES.join(', ')})`);
+  return { estimator: KL_ESTIMATORS[base as KlBase], straightThrough };
 }
 
 /** One token's penalty and its derivative w.r.t. logπ. */
 export function klPenaltyScalar(logprob: number, refLogprob: number, type: KlPenaltyType): { value: number; grad: number } {
-  const { base, straightThrough } = kind(type);
-  const d = logprob - refLogprob;
-  let value: number;
-  let grad: number;
-  switch (base) {
-    case 'k1':
-      value = d;
-      grad = 1;
-      break;
-    case 'abs':
-      value = Math.abs(d);
-      grad = Math.sign(d);
-      break;
-    case 'k2':
-      value = 0.5 * d * d;
-      grad = d;
-      break;
-    case 'k3': {
-      const xRaw = refLogprob - logprob;
-      const x = Math.min(Math.max(xRaw, -K3_LOG_RATIO_CLAMP), K3_LOG_RATIO_CLAMP);
-      const k3 = Math.exp(x) - x - 1;
-      value = Math.min(Math.max(k3, -K3_VALUE_CLAMP), K3_VALUE_CLAMP);
-      // dk3/dlogπ = (exp(x) − 1)·(−1), zero where either clamp is active.
-      grad = x !== xRaw || value !== k3 ? 0 : 1 - Math.exp(x);
-      break;
-    }
-  }
-  if (straightThrough) grad = d;
-  return { value, grad };
+  const { estimator, straightThrough } = kind(type);
+  const r = estimator(logprob, refLogprob);
+  // Straight-through: the estimator's value with k2's gradient d.
+  return straightThrough ? { value: r.value, grad: logprob - refLogprob } : r;
 }
 
 export function klPenalty(logprobs: ArrayLike<number>, refLogprobs: ArrayLike<number>, mask: ArrayLike<number>, rows: number, cols: number, type: KlPenaltyType): KlResult {
@@ -83,7 +83,7 @@ export function klPenalty(logprobs: ArrayLike<number>, refLogprobs: ArrayLike<nu
 }
 
 /**
- * KL in reward (verl.md §2 step 11): `token_level_rewards = token_level_scores − β·kl_penalty(old, ref)·m`.
+ * KL in the reward (docs/grpo.md, "KL penalties"): `token_level_rewards = token_level_scores − β·kl_penalty(old, ref)·m`.
  */
 export function applyKlInReward(scores: ArrayLike<number>, oldLogprobs: ArrayLike<number>, refLogprobs: ArrayLike<number>, mask: ArrayLike<number>, rows: number, cols: number, beta: number, type: KlPenaltyType): { rewards: Float32Array; meanKl: number } {
   const kl = klPenalty(oldLogprobs, refLogprobs, mask, rows, cols, type);
@@ -98,39 +98,4 @@ export function applyKlInReward(scores: ArrayLike<number>, oldLogprobs: ArrayLik
     }
   }
   return { rewards, meanKl: n ? sum / n : 0 };
-}
-
-/** Entropy of softmax(z) for one logits row: `logsumexp(z) − Σ softmax(z)·z`. */
-export function entropyFromLogits(logits: ArrayLike<number>, offset = 0, size = logits.length - offset): number {
-  let m = -Infinity;
-  for (let j = 0; j < size; j++) m = Math.max(m, logits[offset + j]);
-  let z = 0;
-  for (let j = 0; j < size; j++) z += Math.exp(logits[offset + j] - m);
-  const lse = m + Math.log(z);
-  let pz = 0;
-  for (let j = 0; j < size; j++) {
-    const p = Math.exp(logits[offset + j] - lse);
-    pz += p * logits[offset + j];
-  }
-  return lse - pz;
-}
-
-/**
- * ∂H/∂z_j = −p_j·(z_j − Σ_k p_k z_k) = −p_j·(log p_j + H), for one logits row; multiplied by `scale` and added into
- * `out` (so a caller can accumulate dLoss/dlogits).
- */
-export function entropyGradLogits(logits: ArrayLike<number>, out: Float32Array | Float64Array, scale = 1, offset = 0, size = logits.length - offset): number {
-  let m = -Infinity;
-  for (let j = 0; j < size; j++) m = Math.max(m, logits[offset + j]);
-  let z = 0;
-  for (let j = 0; j < size; j++) z += Math.exp(logits[offset + j] - m);
-  const lse = m + Math.log(z);
-  let pz = 0;
-  const p = new Float64Array(size);
-  for (let j = 0; j < size; j++) {
-    p[j] = Math.exp(logits[offset + j] - lse);
-    pz += p[j] * logits[offset + j];
-  }
-  for (let j = 0; j < size; j++) out[offset + j] += scale * -p[j] * (logits[offset + j] - pz);
-  return lse - pz;
 }

@@ -3,7 +3,7 @@
  *
  * Each batch row is unpadded (attention_mask) and the rows are packed into one sequence of documents (the model's
  * document mask keeps them apart, positions restart per row). The target of packed position n is the next token
- * when that token is a response token, so response slot t of row i is scored from position P−1+t (verl.md §2).
+ * when that token is a response token, so response slot t of row i is scored from position P−1+t (docs/grpo.md, "The batch").
  * `backward` maps d loss / d logprob per response slot onto the packed positions and calls `model.backward`.
  *
  * Limits of the current model API (documented, checked): training forwards need temperature 1 (the model's backward
@@ -15,6 +15,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { clipGradNorm, globalNorm, memoryReport, type AdamW, type AdamWOptions } from '../engine/index.ts';
 import { loadCheckpoint as loadModelCheckpoint, loadWeightsInto, readSafetensors, saveModel, writeSafetensors } from '../model/checkpoint/index.ts';
+import { logSumExp, softmaxEntropy } from '../model/layers/entropy.ts';
 import type { GptOssModel } from '../model/model.ts';
 import type { Batch } from '../rollout/batch.ts';
 import { batchDims, type OptimizerStepResult, type Policy, type PolicyForward, type PolicyForwardOptions } from './policy.ts';
@@ -94,20 +95,9 @@ export class GptOssPolicy implements Policy {
         continue;
       }
       // Tempered log-softmax from the untempered one: softmax((z − lse)/T) = softmax(z/T).
-      let mx = -Infinity;
-      for (let v = 0; v < V; v++) mx = Math.max(mx, full[n * V + v] * inv);
-      let s = 0;
-      for (let v = 0; v < V; v++) s += Math.exp(full[n * V + v] * inv - mx);
-      const lse = mx + Math.log(s);
+      const lse = logSumExp(full, n * V, V, inv);
       logprobs[slot] = temperature === 1 ? r.logprobs[n] : full[n * V + p.targets[n]] * inv - lse;
-      if (ent) {
-        let h = 0;
-        for (let v = 0; v < V; v++) {
-          const l = full[n * V + v] * inv - lse;
-          h -= Math.exp(l) * l;
-        }
-        ent[slot] = h;
-      }
+      if (ent) ent[slot] = softmaxEntropy(full, n * V, V, lse, inv);
     }
     if (grad) this.pending = p;
     return { logprobs, entropy: ent };

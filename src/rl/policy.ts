@@ -3,7 +3,7 @@
  * a `Batch` in verl's padded layout and gets per-token log-probs of the `responses` back, then hands back
  * d loss / d logprob (and optionally d loss / d entropy) for the same rows.
  *
- * Log-prob convention (verl.md §2): logits ÷ temperature, log-softmax over the full vocabulary, response token t of
+ * Log-prob convention (docs/grpo.md, "The batch"): logits ÷ temperature, log-softmax over the full vocabulary, response token t of
  * row i is scored from position P−1+t of `input_ids` (the slice `[P−1, P+R−1)`). Padding positions get 0.
  */
 import type { Batch } from '../rollout/batch.ts';

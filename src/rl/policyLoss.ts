@@ -1,5 +1,6 @@
 /**
- * Policy-gradient losses, per token, with their analytic derivative w.r.t. the current log-probs (verl.md §4.3).
+ * Policy-gradient losses, per token, with their analytic derivative w.r.t. the current log-probs (docs/grpo.md,
+ * "Policy losses").
  *
  * Every function returns `losses[B·R]` (0 where the mask is 0) and `dLogprob[B·R]` = ∂ losses[i,t] / ∂ logπθ[i,t]
  * (the per-token loss depends only on its own log-prob through the gradient, also for GSPO because of its
@@ -7,6 +8,8 @@
  * the weights that multiply `dLogprob`.
  */
 import { checkShape } from './advantages.ts';
+import type { LossAggMode } from './aggregate.ts';
+import { namesOf } from './registry.ts';
 
 /** verl clamps `log_ratio` to [−20, 20] before exponentiating (vanilla). */
 export const LOG_RATIO_CLAMP = 20;
@@ -107,7 +110,7 @@ class StatsAccumulator {
 }
 
 /**
- * Vanilla PPO-clip with dual clip (verl.md §4.3 "vanilla"):
+ * Vanilla PPO-clip (arXiv 1707.06347) with dual clip (Ye et al., arXiv 1912.09729; verl's `clip_ratio_c`):
  * `r = exp(clamp(logπθ − logπold, −20, 20))`, `L1 = −A·r`, `L2 = −A·clip(r, 1−ε_low, 1+ε_high)`, `Lclip = max(L1, L2)`;
  * for A < 0, `L = min(Lclip, −A·c)`; otherwise `L = Lclip`.
  */
@@ -152,7 +155,7 @@ export function vanillaPolicyLoss(x: PolicyLossInput, clip: ClipConfig = {}): Po
 }
 
 /**
- * GSPO (verl.md §4.3 "gspo"): sequence log-ratio `log s_i = mean_t(logπθ − logπold)` over the masked tokens; token
+ * GSPO (arXiv 2507.18071): sequence log-ratio `log s_i = mean_t(logπθ − logπold)` over the masked tokens; token
  * surrogate `log s_{i,t} = sg(log s_i) + logπθ − sg(logπθ)`, clamped to ≤ 10 and exponentiated; PPO clip with
  * ε_low/ε_high and no dual clip. Its value equals s_i on every token; its gradient w.r.t. logπθ[i,t] is s_{i,t}
  * (0 where the clamp is active). verl always aggregates it with `seq-mean-token-mean`.
@@ -224,11 +227,47 @@ export function sftPolicyLoss(x: PolicyLossInput): PolicyLossResult {
   return { losses, dLogprob: grad, stats: stats.result() };
 }
 
-export type PolicyLossMode = 'vanilla' | 'gspo' | 'sft';
+/**
+ * Truncated importance weights π_old/π_rollout for rollout correction (`algorithm.rolloutCorrection.rolloutIs`;
+ * docs/grpo.md, "Rollout correction"; https://verl.readthedocs.io/en/latest/algo/rollout_corr.html): per token
+ * `min(exp(old − rollout), threshold)`, or per sequence `min(exp(Σ_t (old − rollout)·m), threshold)` broadcast over its
+ * tokens; 0 where the mask is 0. The policy losses multiply them in as constants (`PolicyLossInput.isWeights`).
+ */
+export function rolloutIsWeights(old: ArrayLike<number>, rollout: ArrayLike<number>, mask: ArrayLike<number>, B: number, R: number, level: 'token' | 'sequence', threshold: number): Float32Array {
+  const w = new Float32Array(B * R);
+  for (let i = 0; i < B; i++) {
+    let seq = 0;
+    for (let t = 0; t < R; t++) if (mask[i * R + t]) seq += old[i * R + t] - rollout[i * R + t];
+    for (let t = 0; t < R; t++) {
+      const k = i * R + t;
+      if (!mask[k]) continue;
+      w[k] = Math.min(Math.exp(level === 'token' ? old[k] - rollout[k] : seq), threshold);
+    }
+  }
+  return w;
+}
+
+/**
+ * The policy losses by `actor.policyLoss` name (docs/grpo.md, "Policy losses"). `aggregation` forces a loss's
+ * aggregation over `actor.lossAggMode`: GSPO is defined with the sequence-level mean (arXiv 2507.18071), and verl
+ * forces seq-mean-token-mean for it.
+ */
+export const POLICY_LOSSES = {
+  vanilla: { loss: vanillaPolicyLoss },
+  gspo: { loss: gspoPolicyLoss, aggregation: 'seq-mean-token-mean' },
+  sft: { loss: (x: PolicyLossInput) => sftPolicyLoss(x) },
+} as const satisfies Record<string, { loss: (x: PolicyLossInput, clip: ClipConfig) => PolicyLossResult; aggregation?: LossAggMode }>;
+
+export type PolicyLossMode = keyof typeof POLICY_LOSSES;
+export const POLICY_LOSS_MODES = namesOf(POLICY_LOSSES);
+
+/** The aggregation a policy loss is taken with: its own when it forces one, else the configured `lossAggMode`. */
+export function policyLossAggregation(mode: PolicyLossMode, configured: LossAggMode): LossAggMode {
+  const entry = POLICY_LOSSES[mode];
+  return 'aggregation' in entry ? entry.aggregation : configured;
+}
 
 export function computePolicyLoss(mode: PolicyLossMode, x: PolicyLossInput, clip: ClipConfig = {}): PolicyLossResult {
-  if (mode === 'vanilla') return vanillaPolicyLoss(x, clip);
-  if (mode === 'gspo') return gspoPolicyLoss(x, clip);
-  if (mode === 'sft') return sftPolicyLoss(x);
-  throw new Error(`unknown policy loss mode "${String(mode)}" (use vanilla, gspo or sft)`);
+  if (!Object.hasOwn(POLICY_LOSSES, mode)) throw new Error(`unknown policy loss mode "${String(mode)}" (use ${POLICY_LOSS_MODES.join(', ')})`);
+  return POLICY_LOSSES[mode].loss(x, clip);
 }

@@ -18,12 +18,12 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { join } from 'node:path';
 import { Presets, SingleBar } from 'cli-progress';
 import { z } from 'zod';
-import { clipGradNorm, globalNorm, Rng, type AdamW } from '../engine/index.ts';
+import { clipGradNorm, globalNorm, Mulberry32Rng, type AdamW } from '../engine/index.ts';
 import type { GptOssModel } from '../model/index.ts';
 import { saveModel } from '../model/checkpoint/index.ts';
 import { accumulationGrad, documentWeight, microBatches, microBatchInput, packDocuments, type PackedRow, type SftDocument } from './packing.ts';
 import { lrAt, type LrSchedule } from './schedule.ts';
-import { listCheckpoints, readSftCheckpoint, trainableNames, writeCheckpoint, type TrainerState } from './sftCheckpoint.ts';
+import { listCheckpoints, readSftCheckpoint, trainableNames, writeCheckpoint, type SftTrainerState } from './sftCheckpoint.ts';
 
 export const SftConfigSchema = z
   .object({
@@ -177,7 +177,7 @@ export function documentsFingerprint(sets: readonly (readonly SftDocument[])[]):
 
 /** A seeded Fisher–Yates permutation of 0..n−1. */
 export function seededPermutation(n: number, seed: number): number[] {
-  const rng = new Rng(seed);
+  const rng = new Mulberry32Rng(seed);
   const p = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
     const j = rng.int(i + 1);
@@ -355,7 +355,7 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   const history: SftStepMetrics[] = [];
   const evals: SftEvalMetrics[] = [];
   let checkpointDir: string | null = loaded?.dir ?? null;
-  const stateNow = (): TrainerState => ({
+  const stateNow = (): SftTrainerState => ({
     format: 'longrun-sft-checkpoint', version: 1, step, totalSteps, optimizerStep: opt.step, tokensSeen, skippedSteps, dataFingerprint,
     config: config as unknown as Record<string, unknown>, trainableNames: names, lastLoss,
   });

@@ -12,12 +12,12 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { AdamW } from '../engine/index.ts';
 import type { GptOssModel } from '../model/index.ts';
+import { checkpointDirName, checkpointStep } from './checkpointDirs.ts';
 import { loadCheckpoint, loadWeightsInto, readSafetensors, saveModel, writeSafetensors, type TensorToWrite } from '../model/checkpoint/index.ts';
 
 export const CHECKPOINT_FORMAT = 'longrun-sft-checkpoint';
-const STEP_DIR = /^step-(\d{8})$/;
 
-export const TrainerStateSchema = z.object({
+export const SftTrainerStateSchema = z.object({
   format: z.literal(CHECKPOINT_FORMAT),
   version: z.literal(1),
   step: z.number().int().min(0),
@@ -30,7 +30,7 @@ export const TrainerStateSchema = z.object({
   trainableNames: z.array(z.string()),
   lastLoss: z.number().nullable(),
 });
-export type TrainerState = z.infer<typeof TrainerStateSchema>;
+export type SftTrainerState = z.infer<typeof SftTrainerStateSchema>;
 
 /** Names of `model.trainable()` in optimizer order (found by gradient identity). */
 export function trainableNames(model: GptOssModel): string[] {
@@ -42,21 +42,16 @@ export function trainableNames(model: GptOssModel): string[] {
   });
 }
 
-export function checkpointDirName(step: number): string {
-  return `step-${String(step).padStart(8, '0')}`;
-}
-
 /** Complete checkpoint directories under `root`, oldest first. */
 export function listCheckpoints(root: string): { step: number; dir: string }[] {
   if (!existsSync(root)) return [];
   return readdirSync(root)
-    .map((name) => ({ m: STEP_DIR.exec(name), name }))
-    .filter((e): e is { m: RegExpExecArray; name: string } => e.m !== null)
-    .map((e) => ({ step: Number(e.m[1]), dir: join(root, e.name) }))
+    .map((name) => ({ step: checkpointStep(name), dir: join(root, name) }))
+    .filter((e): e is { step: number; dir: string } => e.step !== null)
     .sort((a, b) => a.step - b.step);
 }
 
-export function writeCheckpoint(root: string, model: GptOssModel, opt: AdamW, state: TrainerState, keep: number): string {
+export function writeCheckpoint(root: string, model: GptOssModel, opt: AdamW, state: SftTrainerState, keep: number): string {
   mkdirSync(root, { recursive: true });
   const finalDir = join(root, checkpointDirName(state.step));
   const tmp = `${finalDir}.tmp-${process.pid}`;
@@ -89,7 +84,7 @@ export function writeCheckpoint(root: string, model: GptOssModel, opt: AdamW, st
 /** Everything read from a checkpoint, validated against the live model, before anything is changed. */
 export interface LoadedSftCheckpoint {
   dir: string;
-  state: TrainerState;
+  state: SftTrainerState;
   apply(model: GptOssModel, opt: AdamW): void;
 }
 
@@ -105,9 +100,9 @@ function fail(dir: string, what: string, cause?: unknown): never {
 
 export function readSftCheckpoint(dir: string, model: GptOssModel): LoadedSftCheckpoint {
   if (!existsSync(dir)) fail(dir, 'the directory does not exist');
-  let state: TrainerState;
+  let state: SftTrainerState;
   try {
-    const parsed = TrainerStateSchema.safeParse(JSON.parse(readFileSync(join(dir, 'trainer.json'), 'utf8')));
+    const parsed = SftTrainerStateSchema.safeParse(JSON.parse(readFileSync(join(dir, 'trainer.json'), 'utf8')));
     if (!parsed.success) fail(dir, `trainer.json is not a valid SFT trainer state:\n${z.prettifyError(parsed.error)}`);
     state = parsed.data;
   } catch (error) {

@@ -1,24 +1,26 @@
 /**
- * The GRPO trainer loop, in verl's order (verl.md §2):
- *   generate (n per prompt, grouped by uid) → reward (at episode end, in the agent loop; optional DAPO overlong
- *   shaping and dynamic sampling) → old log-probs (current weights, no grad) → reference log-probs (only with a KL
- *   term) → KL-in-reward → advantages → ppo_epochs × mini-batches (one optimizer step each) × micro-batches
- *   (actorUpdate.ts) → weight sync to the inference engine.
- * Validation every `testFreq` steps (mean reward, success, pass^k); checkpoints every `saveFreq` steps with exact
- * resume (trainer state + RNG here, weights + optimizer through the Policy; the configured learning rate wins over
- * the checkpoint's; metrics and episode rows after the checkpoint are dropped); one JSONL metrics line per step. A
- * fresh start (no checkpoint to resume) empties the metrics and episode files first, as SFT does (sft.ts), so a
- * rerun of a run killed before its first checkpoint does not repeat rows.
+ * `GrpoTrainer`: GRPO (and its relatives) over tool-use episodes, in the order of verl's PPO trainer loop
+ * (https://verl.readthedocs.io/en/latest/workers/ray_trainer.html). `trainStep` reads top to bottom as the phases
+ * of one step, each described with its formulas in docs/grpo.md ("The phases of a step"):
+ *   rollout (n episodes per task, grouped by uid; DAPO's dynamic sampling when on) → rewards (the episode's score on
+ *   its last response token, shaped once) → old log-probs (current weights, no grad) → reference log-probs (only
+ *   with a KL term) → advantages (KL in the reward first, when on) → actor update (actorUpdate.ts: epochs ×
+ *   mini-batches × micro-batches) → weight sync → metrics.
+ * Around the steps, `fit` validates every `testFreq` steps (mean reward and its standard error, success, pass^k)
+ * and checkpoints every `saveFreq` steps with exact resume (trainer state + RNG here, weights + optimizer through the
+ * Policy; the configured learning rate wins over the checkpoint's; metrics and episode rows after the checkpoint
+ * are dropped); one JSONL metrics line per step. A fresh start (no checkpoint to resume) empties the metrics and
+ * episode files first, as SFT does (sft.ts), so a rerun of a run killed before its first checkpoint repeats no rows.
  *
  * With `algorithm.advEstimator: 'rft'` the same loop is online rejection-sampling fine-tuning (config.ts): the same
- * generation, then no old-log-prob or reference forward, advantages 1 on the episodes whose task reward reaches
+ * rollout, then no old-log-prob or reference forward, advantages 1 on the episodes whose task reward reaches
  * `rft.minReward` and 0 elsewhere, and an actor update on the kept rows only with the `sft` policy loss.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { ChatFormat, ToolSpec } from '../llm/index.ts';
-import { Rng, type RngState } from '../gym/rng.ts';
+import { XoshiroRng, type RngState } from '../gym/rng.ts';
 import { computeMetrics } from '../tooluse/metrics.ts';
 import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agentLoop.ts';
 import { collate } from '../rollout/collate.ts';
@@ -28,10 +30,12 @@ import { miniBatchIndices, updateActor, type ActorUpdateOptions } from './actorU
 import { computeAdvantages } from './advantages.ts';
 import { aggregateLoss } from './aggregate.ts';
 import { needsReferencePolicy, type TrainerConfig } from './config.ts';
-import { calledToolNames, goldActionShare, withActionCredit } from './actionCredit.ts';
+import { checkpointDirName, grpoCheckpointDir } from './checkpointDirs.ts';
+import { calledToolNames, goldActionMetrics, goldActionShare, withActionCredit } from './actionCredit.ts';
 import { dynamicSampling, overlongPenalty } from './dapo.ts';
-import { applyKlInReward, type KlPenaltyType } from './kl.ts';
+import { applyKlInReward } from './kl.ts';
 import type { Policy } from './policy.ts';
+import { rolloutIsWeights } from './policyLoss.ts';
 import { transcript } from './transcript.ts';
 import type { Batch } from '../rollout/batch.ts';
 
@@ -60,7 +64,8 @@ export interface TrainerDeps {
 
 export type Metrics = Record<string, number>;
 
-interface TrainerState {
+/** What a GRPO checkpoint's `trainer.json` holds besides the metrics history (`TRAINER_STATE_FORMAT`). */
+interface GrpoTrainerState {
   step: number;
   rng: RngState;
   /** Position in the current shuffled pass over the training tasks. */
@@ -71,34 +76,52 @@ interface TrainerState {
 
 const TRAINER_STATE_FORMAT = 'longrun-grpo-trainer-v1';
 
-/**
- * Truncated importance weights π_old/π_rollout (verl.md §4.8): per token `min(exp(old − rollout), threshold)`, or per
- * sequence `min(exp(Σ_t (old − rollout)·m), threshold)` broadcast over its tokens; 0 where the mask is 0.
- */
-export function rolloutIsWeights(old: ArrayLike<number>, rollout: ArrayLike<number>, mask: ArrayLike<number>, B: number, R: number, level: 'token' | 'sequence', threshold: number): Float32Array {
-  const w = new Float32Array(B * R);
-  for (let i = 0; i < B; i++) {
-    let seq = 0;
-    for (let t = 0; t < R; t++) if (mask[i * R + t]) seq += old[i * R + t] - rollout[i * R + t];
-    for (let t = 0; t < R; t++) {
-      const k = i * R + t;
-      if (!mask[k]) continue;
-      w[k] = Math.min(Math.exp(level === 'token' ? old[k] - rollout[k] : seq), threshold);
-    }
-  }
-  return w;
+/** A sampled group with each episode's training reward: the episode reward after shaping (`shapedReward`). */
+interface ShapedGroup extends SampledGroup {
+  shaped: number[];
 }
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-/** Share of episodes the agent loop cut off (turn limit or response-token budget) instead of the env ending them. */
-const truncatedShare = (ts: readonly Trajectory[]) => mean(ts.map((t) => (t.terminationReason === 'max_turns' || t.terminationReason === 'max_response_tokens' ? 1 : 0)));
+/**
+ * What training and validation both report about a set of episodes (their metrics name these differently, see
+ * `trainStep` and `validate`): turns and response tokens per episode, tool errors per tool call, unparsed turns per
+ * turn, and the share of episodes the agent loop cut off (turn limit or response-token budget) instead of the env.
+ */
+function episodeStats(ts: readonly Trajectory[]): { turns: number; responseLength: number; toolErrorRate: number; parseErrorRate: number; truncatedShare: number } {
+  const sum = (f: (t: Trajectory) => number) => ts.reduce((a, t) => a + f(t), 0);
+  return {
+    turns: mean(ts.map((t) => t.numTurns)),
+    responseLength: mean(ts.map((t) => t.responseIds.length)),
+    toolErrorRate: sum((t) => t.toolErrors) / Math.max(1, sum((t) => t.toolCalls)),
+    parseErrorRate: sum((t) => t.parseErrors) / Math.max(1, sum((t) => t.numTurns)),
+    truncatedShare: mean(ts.map((t) => (t.terminationReason === 'max_turns' || t.terminationReason === 'max_response_tokens' ? 1 : 0))),
+  };
+}
+
+/** Wall-clock seconds of the phases of one step, as `timing/<phase>` metrics. */
+class PhaseTimer {
+  readonly seconds: Metrics = {};
+  private readonly start = performance.now();
+
+  async time<T>(phase: string, f: () => Promise<T> | T): Promise<T> {
+    const t0 = performance.now();
+    const r = await f();
+    this.seconds[`timing/${phase}`] = (performance.now() - t0) / 1000;
+    return r;
+  }
+
+  /** `timing/step`: the whole step so far. */
+  stop(): number {
+    return (this.seconds['timing/step'] = (performance.now() - this.start) / 1000);
+  }
+}
 
 export class GrpoTrainer {
   readonly config: TrainerConfig;
   private readonly deps: TrainerDeps;
-  private readonly rng: Rng;
-  private state: Omit<TrainerState, 'rng'>;
+  private readonly rng: XoshiroRng;
+  private state: Omit<GrpoTrainerState, 'rng'>;
   /** Per-step metrics, also written to the JSONL file. */
   readonly history: Metrics[] = [];
   readonly validations: Metrics[] = [];
@@ -107,7 +130,7 @@ export class GrpoTrainer {
     this.deps = deps;
     this.config = deps.config;
     if (deps.trainTasks.length === 0) throw new Error('trainer: no training tasks');
-    this.rng = new Rng(this.config.trainer.seed);
+    this.rng = new XoshiroRng(this.config.trainer.seed);
     this.state = { step: 0, order: [], cursor: 0, epoch: 0 };
   }
 
@@ -145,38 +168,10 @@ export class GrpoTrainer {
     return out;
   }
 
-  /** Generation for one step (with DAPO dynamic sampling when enabled). */
-  private async generate(bar: cliProgress.SingleBar | null): Promise<{ groups: SampledGroup[]; genMetrics: Metrics }> {
-    const c = this.config;
-    const step = this.state.step;
-    const loop = this.loop(c.rollout.temperature);
-    const roundOf = async (round: number, count: number) => {
-      const tasks = this.nextTasks(count);
-      const groups = tasks.map((taskId, i) => ({ taskId, uid: `s${step}-r${round}-${i}` }));
-      const total = groups.length * c.rollout.n;
-      bar?.start(total, 0, { phase: `step ${step + 1} gen` });
-      const out = await sampleGroups({
-        loop,
-        makeEnv: this.deps.makeEnv,
-        groups,
-        n: c.rollout.n,
-        concurrency: c.rollout.concurrency,
-        seed: (c.trainer.seed * 1_000_003 + step * 10_007 + round * 101) % 2_000_000_000,
-        onTrajectory: (_t, done) => bar?.update(done),
-      });
-      bar?.stop();
-      return out;
-    };
-    const fg = c.algorithm.filterGroups;
-    if (!fg.enable) return { groups: await roundOf(0, c.data.trainBatchSize), genMetrics: {} };
-    const metricOf = (g: SampledGroup) => g.trajectories.map((t) => (fg.metric === 'success' ? (t.success ? 1 : 0) : this.shapedReward(t)));
-    const r = await dynamicSampling({
-      generate: (round) => roundOf(round, c.data.genBatchSize ?? c.data.trainBatchSize),
-      metricOf,
-      targetGroups: c.data.trainBatchSize,
-      maxRounds: fg.maxNumGenBatches,
-    });
-    return { groups: r.groups, genMetrics: { 'dapo/gen_rounds': r.rounds, 'dapo/dropped_groups': r.dropped, 'dapo/generated_groups': r.generated } };
+  /** Whether training rewards differ from the episode rewards (partial credit or the overlong penalty is on). */
+  private get shapes(): boolean {
+    const { overlongBuffer, actionCredit } = this.config.algorithm;
+    return overlongBuffer.enable || actionCredit.enable;
   }
 
   /** The reward used for training: the episode reward, with gold-action credit and the DAPO overlong penalty when enabled. */
@@ -188,127 +183,147 @@ export class GrpoTrainer {
     return r;
   }
 
-  /** One training step; returns its metrics. */
+  /** The rollout of one step: `trainBatchSize` groups of n episodes, with DAPO's dynamic sampling when enabled. */
+  private async rollout(bar: cliProgress.SingleBar | null): Promise<{ groups: ShapedGroup[]; genMetrics: Metrics }> {
+    const c = this.config;
+    const step = this.state.step;
+    const loop = this.loop(c.rollout.temperature);
+    const round = async (index: number, count: number): Promise<ShapedGroup[]> => {
+      const tasks = this.nextTasks(count);
+      const specs = tasks.map((taskId, i) => ({ taskId, uid: `s${step}-r${index}-${i}` }));
+      bar?.start(specs.length * c.rollout.n, 0, { phase: `step ${step + 1} gen` });
+      const groups = await sampleGroups({
+        loop,
+        makeEnv: this.deps.makeEnv,
+        groups: specs,
+        n: c.rollout.n,
+        concurrency: c.rollout.concurrency,
+        seed: (c.trainer.seed * 1_000_003 + step * 10_007 + index * 101) % 2_000_000_000,
+        onTrajectory: (_t, done) => bar?.update(done),
+      });
+      bar?.stop();
+      return groups.map((g) => ({ ...g, shaped: g.trajectories.map((t) => this.shapedReward(t)) }));
+    };
+    const fg = c.algorithm.filterGroups;
+    if (!fg.enable) return { groups: await round(0, c.data.trainBatchSize), genMetrics: {} };
+    const r = await dynamicSampling({
+      generate: (index) => round(index, c.data.genBatchSize ?? c.data.trainBatchSize),
+      metricOf: (g) => (fg.metric === 'success' ? g.trajectories.map((t) => (t.success ? 1 : 0)) : g.shaped),
+      targetGroups: c.data.trainBatchSize,
+      maxRounds: fg.maxNumGenBatches,
+    });
+    return { groups: r.groups, genMetrics: { 'dapo/gen_rounds': r.rounds, 'dapo/dropped_groups': r.dropped, 'dapo/generated_groups': r.generated } };
+  }
+
+  /** One training step (docs/grpo.md, "The phases of a step"); returns its metrics. */
   async trainStep(bar: cliProgress.SingleBar | null = null): Promise<Metrics> {
     const c = this.config;
     const { policy } = this.deps;
-    const stepStart = performance.now();
-    const timing: Metrics = {};
-    const time = async <T>(name: string, f: () => Promise<T>): Promise<T> => {
-      const t0 = performance.now();
-      const r = await f();
-      timing[`timing/${name}`] = (performance.now() - t0) / 1000;
-      return r;
-    };
+    const temperature = c.rollout.temperature;
+    const rft = c.algorithm.advEstimator === 'rft';
+    const timer = new PhaseTimer();
 
-    // 1–4. Generate n trajectories per prompt (reward computed at episode end by the env).
-    const { groups, genMetrics } = await time('gen', () => this.generate(bar));
+    // Rollout: n episodes per task, grouped by uid; each episode's training reward computed once (`shaped`).
+    const { groups, genMetrics } = await timer.time('gen', () => this.rollout(bar));
     const { trajectories, uids } = flattenGroups(groups);
+    const shaped = groups.flatMap((g) => g.shaped);
     this.recordEpisodes('train', this.state.step + 1, groups);
-    const batch = collate(trajectories, { padId: this.deps.padId, uids, temperature: c.rollout.temperature });
+    const batch = collate(trajectories, { padId: this.deps.padId, uids, temperature });
     const B = batch.size;
     const R = batch.tensor('responses').shape[1];
     const mask = batch.tensor('response_mask').data;
 
-    // 7. Reward: token_level_scores from the agent loop, with gold-action credit and overlong shaping when enabled.
+    // Rewards: `token_level_scores` holds each episode's reward on its last response token; shaping replaces it.
     const scores = batch.tensor('token_level_scores').data as Float32Array;
-    if (c.algorithm.overlongBuffer.enable || c.algorithm.actionCredit.enable) {
+    if (this.shapes) {
       trajectories.forEach((t, i) => {
-        scores[i * R + Math.max(t.responseIds.length - 1, 0)] = this.shapedReward(t);
+        scores[i * R + Math.max(t.responseIds.length - 1, 0)] = shaped[i];
       });
     }
 
-    // 8. Old log-probs (π_old = current weights) and entropy for the metric; in bypass mode π_old = the rollout's.
-    // RFT's SFT loss has no ratio, so it skips this forward too (π_old = the rollout's, for the drift statistic only).
-    const rft = c.algorithm.advEstimator === 'rft';
+    // Old log-probs: π_old = the current weights, with the entropy for the metric. In bypass mode π_old is the
+    // rollout's; RFT's SFT loss has no ratio, so it skips this forward too (π_old = the rollout's, for the drift
+    // statistic only).
     const rc = c.algorithm.rolloutCorrection;
     const rollout = batch.tensor('rollout_log_probs').data as Float32Array;
     const old = rc.bypassMode || rft
       ? { logprobs: Float32Array.from(rollout), entropy: undefined }
-      : await time('old_log_prob', () => policy.logprobs(batch, { temperature: c.rollout.temperature, grad: false, entropy: true }));
+      : await timer.time('old_log_prob', () => policy.logprobs(batch, { temperature, grad: false, entropy: true }));
     batch.setTensor('old_log_probs', old.logprobs, [B, R]);
     let mismatch = 0;
     for (let k = 0; k < B * R; k++) if (mask[k]) mismatch = Math.max(mismatch, Math.abs(rollout[k] - old.logprobs[k]));
     if (rc.rolloutIs !== null) batch.setTensor('rollout_is_weights', rolloutIsWeights(old.logprobs, rollout, mask, B, R, rc.rolloutIs, rc.threshold), [B, R]);
 
-    // 9. Reference log-probs, only for a KL loss or KL in the reward.
-    if (needsReferencePolicy(c)) batch.setTensor('ref_log_prob', await time('ref', () => policy.referenceLogprobs(batch, { temperature: c.rollout.temperature })), [B, R]);
+    // Reference log-probs, only for a KL loss or KL in the reward.
+    if (needsReferencePolicy(c)) batch.setTensor('ref_log_prob', await timer.time('ref', () => policy.referenceLogprobs(batch, { temperature })), [B, R]);
 
-    // 11. KL in reward, then advantages.
-    const t0 = performance.now();
-    let tokenRewards: Float32Array = scores;
+    // Advantages: KL in the reward first (when on), then the estimator over the groups. With partial credit the GRPO
+    // std comes from the task rewards (config.ts, algorithm.actionCredit).
     const extra: Metrics = {};
-    if (c.algorithm.useKlInReward) {
-      const k = applyKlInReward(scores, old.logprobs, batch.tensor('ref_log_prob').data, mask, B, R, c.algorithm.klCoef, c.algorithm.klPenalty as KlPenaltyType);
-      tokenRewards = k.rewards;
-      extra['critic/kl_in_reward'] = k.meanKl;
-    }
-    batch.setTensor('token_level_rewards', tokenRewards, [B, R]);
-    // With partial credit the GRPO std comes from the task rewards (config.ts, algorithm.actionCredit).
-    const stdScores = c.algorithm.actionCredit.enable ? trajectories.map((t) => t.reward) : undefined;
-    const adv = computeAdvantages(c.algorithm.advEstimator, tokenRewards, mask, uids, B, R, { normAdvByStd: c.algorithm.normAdvByStdInGrpo, stdScores, minReward: c.algorithm.rft.minReward });
-    batch.setTensor('advantages', adv.tokens, [B, R]);
-    timing['timing/adv'] = (performance.now() - t0) / 1000;
+    const adv = await timer.time('adv', () => {
+      let tokenRewards: Float32Array = scores;
+      if (c.algorithm.useKlInReward) {
+        const k = applyKlInReward(scores, old.logprobs, batch.tensor('ref_log_prob').data, mask, B, R, c.algorithm.klCoef, c.algorithm.klPenalty);
+        tokenRewards = k.rewards;
+        extra['critic/kl_in_reward'] = k.meanKl;
+      }
+      batch.setTensor('token_level_rewards', tokenRewards, [B, R]);
+      const stdScores = c.algorithm.actionCredit.enable ? trajectories.map((t) => t.reward) : undefined;
+      const a = computeAdvantages(c.algorithm.advEstimator, tokenRewards, mask, uids, B, R, { normAdvByStd: c.algorithm.normAdvByStdInGrpo, stdScores, minReward: c.algorithm.rft.minReward });
+      batch.setTensor('advantages', a.tokens, [B, R]);
+      return a;
+    });
 
-    // 13. Actor update; RFT trains on the kept rows only (A_i = 1), each mini-batch on its own kept rows.
+    // Actor update: ppoEpochs × mini-batches × micro-batches; RFT trains on the kept rows only (A_i = 1).
     const miniBatchRows = (c.actor.ppoMiniBatchSize ?? c.data.trainBatchSize) * c.rollout.n;
     const keep = rft ? adv.sequence : undefined;
-    if (keep) {
-      let kept = 0, keptTokens = 0;
-      for (let i = 0; i < B; i++) {
-        if (!keep[i]) continue;
-        kept++;
-        for (let t = 0; t < R; t++) keptTokens += mask[i * R + t];
-      }
-      extra['rft/kept_samples'] = kept;
-      extra['rft/kept_share'] = kept / B;
-      extra['rft/kept_tokens'] = keptTokens;
-      extra['rft/skipped_steps'] = miniBatchIndices(B, miniBatchRows, keep).filter((rows) => rows.length === 0).length * c.actor.ppoEpochs;
-    }
+    if (keep) Object.assign(extra, rftKeptMetrics(keep, mask, R, miniBatchRows, c.actor.ppoEpochs));
     const updateOptions: ActorUpdateOptions = {
       actor: c.actor,
       miniBatchRows,
-      temperature: c.rollout.temperature,
+      temperature,
       // seq-mean-token-sum-norm's constant: the configured response budget (verl's padded width R).
       lossScaleFactor: c.actor.lossScaleFactor ?? c.rollout.maxResponseTokens,
       keep,
     };
     const actorUpdate = this.deps.actorUpdate;
-    const update = await time('update', () => (actorUpdate ? actorUpdate(batch, updateOptions) : updateActor(policy, batch, updateOptions)));
-    await time('sync', () => policy.syncToInference());
+    const update = await timer.time('update', () => (actorUpdate ? actorUpdate(batch, updateOptions) : updateActor(policy, batch, updateOptions)));
 
+    // Weight sync to the inference engine.
+    await timer.time('sync', () => policy.syncToInference());
     this.state.step++;
+
+    // Metrics.
+    const stepSeconds = timer.stop();
+    const stats = episodeStats(trajectories);
     const responseTokens = trajectories.reduce((a, t) => a + t.responseIds.length, 0);
     const allTokens = responseTokens + trajectories.reduce((a, t) => a + t.promptIds.length, 0);
-    timing['timing/step'] = (performance.now() - stepStart) / 1000;
     const modelTokens = trajectories.reduce((a, t) => a + t.responseMask.reduce((x, y) => x + y, 0), 0);
     const metrics: Metrics = {
       step: this.state.step,
       'reward/mean': mean(trajectories.map((t) => t.reward)),
-      'reward/shaped_mean': mean(trajectories.map((t) => this.shapedReward(t))),
-      'reward/gold_action_share': mean(trajectories.map((t) => goldActionShare(t.rewardInfo))),
-      'reward/gold_write_share': mean(trajectories.map((t) => goldActionShare(t.rewardInfo, 'writes'))),
-      'reward/gold_write_graded': mean(trajectories.map((t) => goldActionShare(t.rewardInfo, 'writes-graded', calledToolNames(t.messages)))),
+      'reward/shaped_mean': mean(shaped),
+      ...(c.algorithm.actionCredit.enable ? goldActionMetrics(trajectories) : {}),
       'success/mean': mean(trajectories.map((t) => (t.success ? 1 : 0))),
-      'response_length/mean': responseTokens / B,
+      'response_length/mean': stats.responseLength,
       'response_length/max': Math.max(...trajectories.map((t) => t.responseIds.length)),
       'response_length/clip_ratio': mean(trajectories.map((t) => (t.terminationReason === 'max_response_tokens' ? 1 : 0))),
-      'rollout/truncated_share': truncatedShare(trajectories),
-      'turns/mean': mean(trajectories.map((t) => t.numTurns)),
+      'rollout/truncated_share': stats.truncatedShare,
+      'turns/mean': stats.turns,
       'tool_calls/mean': mean(trajectories.map((t) => t.toolCalls)),
-      'tool_error_rate': trajectories.reduce((a, t) => a + t.toolErrors, 0) / Math.max(1, trajectories.reduce((a, t) => a + t.toolCalls, 0)),
-      'parse_error_rate': trajectories.reduce((a, t) => a + t.parseErrors, 0) / Math.max(1, trajectories.reduce((a, t) => a + t.numTurns, 0)),
+      'tool_error_rate': stats.toolErrorRate,
+      'parse_error_rate': stats.parseErrorRate,
       // RFT runs no old-log-prob forward (π_old is the rollout's by construction): nothing to compare.
       ...(rft ? {} : { 'rollout/logprob_max_abs_diff': mismatch }),
       'adv/mean_abs': mean([...adv.sequence].map(Math.abs)),
-      'adv/zero_groups': groups.filter((g) => g.trajectories.every((t) => this.shapedReward(t) === this.shapedReward(g.trajectories[0]))).length / groups.length,
-      'perf/tokens_per_s': allTokens / Math.max(timing['timing/step'], 1e-9),
-      'perf/gen_model_tokens_per_s': modelTokens / Math.max(timing['timing/gen'], 1e-9),
+      'adv/zero_groups': groups.filter((g) => g.shaped.every((r) => r === g.shaped[0])).length / groups.length,
+      'perf/tokens_per_s': allTokens / Math.max(stepSeconds, 1e-9),
+      'perf/gen_model_tokens_per_s': modelTokens / Math.max(timer.seconds['timing/gen'], 1e-9),
       'perf/model_tokens': modelTokens,
       ...update,
       ...extra,
       ...genMetrics,
-      ...timing,
+      ...timer.seconds,
     };
     if (old.entropy) metrics['actor/entropy'] = aggregateLoss(old.entropy, mask, B, R, 'token-mean').value;
     const peak = policy.peakMemoryBytes?.();
@@ -335,14 +350,14 @@ export class GrpoTrainer {
     const { trajectories } = flattenGroups(sampled);
     this.recordEpisodes('val', this.state.step, sampled);
     const m = computeMetrics(trajectories.map((t) => ({ taskId: t.taskId ?? '?', reward: t.reward })));
-    const sum = (f: (t: Trajectory) => number) => trajectories.reduce((a, t) => a + f(t), 0);
+    const stats = episodeStats(trajectories);
     const out: Metrics = {
-      step: this.state.step, 'val/reward_mean': m.avgReward, 'val/success': m.successRate, 'val/turns_mean': mean(trajectories.map((t) => t.numTurns)),
-      'val/response_length/mean': mean(trajectories.map((t) => t.responseIds.length)),
+      step: this.state.step, 'val/reward_mean': m.avgReward, 'val/success': m.successRate, 'val/turns_mean': stats.turns,
+      'val/response_length/mean': stats.responseLength,
       'val/total_length/max': Math.max(...trajectories.map((t) => t.promptIds.length + t.responseIds.length)),
-      'val/tool_error_rate': sum((t) => t.toolErrors) / Math.max(1, sum((t) => t.toolCalls)),
-      'val/parse_error_rate': sum((t) => t.parseErrors) / Math.max(1, sum((t) => t.numTurns)),
-      'val/truncated_share': truncatedShare(trajectories),
+      'val/tool_error_rate': stats.toolErrorRate,
+      'val/parse_error_rate': stats.parseErrorRate,
+      'val/truncated_share': stats.truncatedShare,
     };
     out['val/reward_se'] = m.rewardStdErr;
     for (const [k, v] of Object.entries(m.passHatK)) out[`val/pass^${k}`] = v;
@@ -434,11 +449,11 @@ export class GrpoTrainer {
     if (f) appendFileSync(f, `${JSON.stringify(line)}\n`);
   }
 
-  /** `dir/step_N/{trainer.json, policy/}` and `dir/latest` (the step number). */
+  /** `dir/step-NNNNNNNN/{trainer.json, policy/}` (checkpointDirs.ts) and `dir/latest` (the step number). */
   async saveCheckpoint(dir: string): Promise<string> {
-    const stepDir = join(dir, `step_${this.state.step}`);
+    const stepDir = join(dir, checkpointDirName(this.state.step));
     mkdirSync(stepDir, { recursive: true });
-    const state: TrainerState & { format: string } = { format: TRAINER_STATE_FORMAT, ...this.state, rng: this.rng.state() };
+    const state: GrpoTrainerState & { format: string } = { format: TRAINER_STATE_FORMAT, ...this.state, rng: this.rng.state() };
     writeFileSync(join(stepDir, 'trainer.json'), JSON.stringify({ ...state, history: this.history, validations: this.validations }));
     await this.deps.policy.saveCheckpoint(join(stepDir, 'policy'));
     writeFileSync(join(dir, 'latest'), String(this.state.step));
@@ -452,9 +467,9 @@ export class GrpoTrainer {
     if (text === '' || !Number.isSafeInteger(s) || s < 0) {
       throw new Error(`${latest} should hold the step number of the last checkpoint but holds ${JSON.stringify(text.slice(0, 40))}; restore it, or delete it to start afresh`);
     }
-    const stepDir = join(dir, `step_${s}`);
+    const stepDir = grpoCheckpointDir(dir, s);
     const file = join(stepDir, 'trainer.json');
-    let raw: TrainerState & { format: string; history: Metrics[]; validations: Metrics[] };
+    let raw: GrpoTrainerState & { format: string; history: Metrics[]; validations: Metrics[] };
     try {
       raw = JSON.parse(readFileSync(file, 'utf8'));
     } catch (err) {
@@ -474,4 +489,24 @@ export class GrpoTrainer {
     }
     await this.deps.policy.syncToInference();
   }
+}
+
+/**
+ * RFT's `rft/*` metrics: the kept samples, their share and response tokens, and the optimizer steps skipped because
+ * their mini-batch kept no row (over all epochs).
+ */
+function rftKeptMetrics(keep: ArrayLike<number>, mask: ArrayLike<number>, R: number, miniBatchRows: number, epochs: number): Metrics {
+  const B = keep.length;
+  let kept = 0, keptTokens = 0;
+  for (let i = 0; i < B; i++) {
+    if (!keep[i]) continue;
+    kept++;
+    for (let t = 0; t < R; t++) keptTokens += mask[i * R + t];
+  }
+  return {
+    'rft/kept_samples': kept,
+    'rft/kept_share': kept / B,
+    'rft/kept_tokens': keptTokens,
+    'rft/skipped_steps': miniBatchIndices(B, miniBatchRows, keep).filter((rows) => rows.length === 0).length * epochs,
+  };
 }

@@ -1,5 +1,6 @@
 /**
- * `AgentLoop`: one multi-turn episode, token-in/token-out (verl.md §3.2–§3.5).
+ * `AgentLoop`: one multi-turn episode, token-in/token-out, like verl's agent loop
+ * (https://verl.readthedocs.io/en/latest/advance/agent_loop.html).
  *
  * The running token list is the ground truth and is only ever appended to:
  *   prompt   = render(system prompt + tools + first observation) + generation prompt      (rendered once)
@@ -28,6 +29,7 @@
  */
 import type { ChatFormat, ChatMessage, CompletionParse, ToolSpec } from '../llm/index.ts';
 import type { Info, ResetOptions } from '../gym/types.ts';
+import type { RewardInfo } from '../tooluse/evaluator.ts';
 import type { AgentTurn } from '../tooluse/orchestrator.ts';
 import type { Message } from '../tooluse/messages.ts';
 import type { GenerationRequest, InferenceEngine } from './inference.ts';
@@ -81,7 +83,11 @@ export interface Trajectory {
   rolloutLogprobs: number[];
   reward: number;
   success: boolean;
-  rewardInfo: unknown;
+  /**
+   * τ²'s breakdown of the reward (`RewardInfo`: the DB check, the gold-action checks, …) as the env reported it under
+   * `info.rewardInfo`, the last time it did; null when it never did. The tool-use envs report it at episode end.
+   */
+  rewardInfo: RewardInfo | null;
   /** Assistant turns. */
   numTurns: number;
   /** Observations appended (tool results, user replies). */
@@ -177,7 +183,8 @@ export class AgentLoop {
     let toolErrors = 0;
     let parseErrors = 0;
     let reward = 0;
-    let rewardInfo: unknown = info0.rewardInfo ?? null;
+    // The env's info is untyped (Gymnasium's dict); the tool-use envs put τ²'s RewardInfo under `rewardInfo`.
+    let rewardInfo = (info0.rewardInfo as RewardInfo | undefined) ?? null;
     let reason: TerminationReason | undefined;
 
     while (reason === undefined) {
@@ -225,7 +232,7 @@ export class AgentLoop {
       toolCalls += names.length;
       const [obs, r, terminated, truncated, info] = await env.step(action);
       reward += r;
-      if (info.rewardInfo !== undefined) rewardInfo = info.rewardInfo;
+      if (info.rewardInfo !== undefined) rewardInfo = info.rewardInfo as RewardInfo | null;
       for (const m of obs.messages) if (m.role === 'tool' && m.error) toolErrors++;
       if (terminated || truncated) {
         reason = terminated ? 'env_terminated' : 'env_truncated';

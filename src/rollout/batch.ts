@@ -1,12 +1,13 @@
 /**
- * `Batch`: the container that flows between rollout and training stages (verl's DataProto, verl.md §1).
+ * `Batch`: the container that flows between rollout and training stages (verl's DataProto,
+ * https://verl.readthedocs.io/en/latest/api/data.html).
  *
  * Three parts: `tensors` (named typed arrays with a shape whose first dimension is the batch), `objects`
  * (per-sample values of any kind, one array entry per row) and `meta` (batch-level values). The one invariant is
  * that every tensor and object column has the same number of rows; every operation keeps it and throws a clear
  * error where it would break.
  *
- * Padding layout (verl.md §1, §3.4): prompts are LEFT-padded to width P, responses RIGHT-padded to width R,
+ * Padding layout (docs/grpo.md, "The batch"): prompts are LEFT-padded to width P, responses RIGHT-padded to width R,
  * `input_ids = [prompts | responses]`, `attention_mask` is 1 on every real token, `position_ids =
  * max(cumsum(attention_mask) − 1, 0)`, `response_mask` is 1 only on tokens the policy generated.
  */
@@ -349,7 +350,7 @@ export function padToMultiple(n: number, k: number): number {
 
 /**
  * Sets the `uid` column to one id per row, `${prefix}-${i}` — call it on the prompt batch BEFORE `repeat(n)`, so the n
- * samples of a prompt share their uid (the GRPO group key, verl.md §1).
+ * samples of a prompt share their uid (the GRPO group key, docs/grpo.md "The batch").
  */
 export function assignUids(batch: Batch, prefix: string): Batch {
   if (batch.size === 0) throw new Error('assignUids: the batch is empty');

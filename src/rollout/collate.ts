@@ -1,5 +1,5 @@
 /**
- * Trajectories → `Batch` in verl's padded layout (verl.md §1, §3.4, §3.8):
+ * Trajectories → `Batch` in verl's padded layout (docs/grpo.md, "The batch"):
  * `prompts [B,P]` left-padded, `responses [B,R]` right-padded, `input_ids = [prompts|responses]`,
  * `attention_mask`, `position_ids = max(cumsum(mask)−1, 0)`, `response_mask` (1 = policy token),
  * `rollout_log_probs` (0 on observations and padding), `token_level_scores` with the episode reward at the last valid

@@ -1,6 +1,6 @@
 /**
  * Group sampling for GRPO: n trajectories per task (same task, different seeds), many tasks in flight at once with
- * bounded concurrency, results grouped by `uid` (one fresh uid per task occurrence, verl.md §1 `uid`).
+ * bounded concurrency, results grouped by `uid` (one fresh uid per task occurrence; docs/grpo.md, "The batch").
  *
  * Each worker owns one env (envs are stateful) and runs episodes one after another; `concurrency` workers run at
  * once, so up to `concurrency` generation requests reach the engine together (where a batching engine merges them).

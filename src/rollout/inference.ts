@@ -1,5 +1,6 @@
 /**
- * The agent ↔ model seam: token ids in, token ids + log-probs out (verl.md §3.1, §8.2). The agent loop never sends
+ * The agent ↔ model seam: token ids in, token ids + log-probs out (as verl's agent loop asks of its
+ * servers, https://verl.readthedocs.io/en/latest/advance/agent_loop.html). The agent loop never sends
  * text, so nothing is ever re-tokenized.
  *
  * Implementations:

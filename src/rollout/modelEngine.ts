@@ -7,7 +7,7 @@
  * Log-probs: `sampleToken`'s convention (temperature-scaled, full vocabulary), which is what `GptOssPolicy` recomputes.
  * A request's tokens depend only on its prompt, settings and seed, not on which batch it ran in.
  */
-import { Rng } from '../engine/index.ts';
+import { Mulberry32Rng } from '../engine/index.ts';
 import { createCaches, decodeStep, MAX_DECODE_CHUNK, prefill, type SequenceCache } from '../model/generate.ts';
 import type { GptOssModel } from '../model/model.ts';
 import { sampleToken } from '../model/sampling.ts';
@@ -101,7 +101,7 @@ export function gptOssStepModel(model: GptOssModel, adapters = true, options: Pi
 
 /** `sampleToken` with a generator seeded by the request (the same convention as `modelGenerateBatch`). */
 export function requestSampler(r: GenerationRequest): (logits: Float32Array) => { token: number; logprob: number } {
-  const rng = new Rng(r.seed ?? 0);
+  const rng = new Mulberry32Rng(r.seed ?? 0);
   const options = { temperature: r.temperature, topK: r.topK !== undefined && r.topK > 0 ? r.topK : undefined, topP: r.topP };
   return (logits) => sampleToken(logits, options, rng);
 }

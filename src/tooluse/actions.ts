@@ -4,7 +4,7 @@
  * values, otherwise plain text for the user. The `done` pseudo-tool becomes the text `###STOP###` (agent stop).
  */
 import type { AgentToolCall, AgentTurn } from './orchestrator.ts';
-import { parsePythonKeywordArgs } from './python-literal.ts';
+import { parsePythonKeywordArgs } from './python/python-literal.ts';
 import { STOP_TOKEN } from './user.ts';
 
 export const DONE_TOOL_NAME = 'done';

@@ -2,7 +2,7 @@
  * Messages of a tool-use conversation, shaped like τ²-bench's (tau2.md §6), in camelCase. A trajectory is the list of
  * messages of one episode, starting with the agent's greeting.
  */
-import { pyRepr } from './python-literal.ts';
+import { pyRepr } from './python/pyvalue.ts';
 
 export type Requestor = 'assistant' | 'user';
 

@@ -1,16 +1,9 @@
 /** Seeded random tensors and comparison helpers for the attention tests. */
 import type { FloatArray, HeadTensor } from '../../src/attention/types.ts';
+import { mulberry32 } from '../../src/engine/random.ts';
 
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded uniform stream in [0, 1) (the engine's mulberry32), so every "random" test input is reproducible. */
+export const rng = mulberry32;
 
 /** Standard normal via Box–Muller. */
 export function randn(r: () => number): number {

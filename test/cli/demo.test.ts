@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { checkpointDirName } from '../../src/rl/checkpointDirs.ts';
 import { parseRunFile } from '../../src/recipes/trainSetup.ts';
 
 const run = promisify(execFile);
@@ -30,7 +31,7 @@ describe('longrun demo --quick', () => {
         assert.ok(existsSync(join(out, f)), `missing ${f}`);
       }
       const latest = readFileSync(join(out, 'grpo', 'latest'), 'utf8').trim();
-      assert.ok(existsSync(join(out, 'grpo', `step_${latest}`, 'policy', 'model')), 'GRPO checkpoint of the last step');
+      assert.ok(existsSync(join(out, 'grpo', checkpointDirName(Number(latest)), 'policy', 'model')), 'GRPO checkpoint of the last step');
 
       // Train and validation splits live on different worlds; expert trajectories cover the train split.
       const train = JSON.parse(readFileSync(join(out, 'data/train/synth.json'), 'utf8')) as { worldSeed: number };

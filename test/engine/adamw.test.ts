@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AdamW, clipGradNorm, globalNorm, memoryReport, Rng, Tensor, type StorageKind } from '../../src/engine/index.ts';
+import { AdamW, clipGradNorm, globalNorm, memoryReport, Mulberry32Rng, Tensor, type StorageKind } from '../../src/engine/index.ts';
 import { assertClose } from './helpers.ts';
 
 describe('AdamW', () => {
@@ -30,7 +30,7 @@ describe('AdamW', () => {
 
   it('updates large odd-sized tensors (both threads) like a float64 loop, and tags its state', () => {
     const n = 70_001;
-    const rng = new Rng(9);
+    const rng = new Mulberry32Rng(9);
     const p = Tensor.randn([n], rng), g = Tensor.randn([n], rng);
     const p64 = Float64Array.from(p.data()), m64 = new Float64Array(n), v64 = new Float64Array(n);
     const before = memoryReport().tags['optimizer.state']?.liveBytes ?? 0;

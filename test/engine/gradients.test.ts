@@ -1,12 +1,12 @@
 // Backward ops against central finite differences of float64 forward functions. The objective is
 // L = Σ f(x) ⊙ G for a fixed random G, so the backward op is fed dy = G.
 import { describe, it } from 'node:test';
-import { getBackend, Rng, Tensor, type Backend } from '../../src/engine/index.ts';
+import { getBackend, Mulberry32Rng, Tensor, type Backend } from '../../src/engine/index.ts';
 import { assertClose } from './helpers.ts';
 
 type F64 = Float64Array;
 
-function rand(n: number, rng: Rng, std = 1): F64 {
+function rand(n: number, rng: Mulberry32Rng, std = 1): F64 {
   return Float64Array.from({ length: n }, () => rng.normal() * std);
 }
 
@@ -59,7 +59,7 @@ for (const name of ['reference', 'wasm'] as const) {
   const be: Backend = getBackend(name);
   describe(`backward ops vs finite differences (${name} backend)`, () => {
     it('matmul: dA = dC·Bᵀ and dB = Aᵀ·dC through the transpose options', () => {
-      const rng = new Rng(1);
+      const rng = new Mulberry32Rng(1);
       const [M, K, N] = [4, 6, 5];
       const A = rand(M * K, rng), B = rand(K * N, rng), G = rand(M * N, rng);
       const f = (a: F64, b: F64) => {
@@ -78,7 +78,7 @@ for (const name of ['reference', 'wasm'] as const) {
     });
 
     it('softmax and logSoftmax', () => {
-      const rng = new Rng(2);
+      const rng = new Mulberry32Rng(2);
       const X = rand(ROWS * COLS, rng, 2), G = rand(ROWS * COLS, rng);
       const x = t(X, [ROWS, COLS]), g = t(G, [ROWS, COLS]);
       const y = be.softmax(x), ly = be.logSoftmax(x);
@@ -88,7 +88,7 @@ for (const name of ['reference', 'wasm'] as const) {
     });
 
     it('rmsnorm: dx and dweight', () => {
-      const rng = new Rng(3);
+      const rng = new Mulberry32Rng(3);
       const X = rand(ROWS * COLS, rng), W = rand(COLS, rng), G = rand(ROWS * COLS, rng);
       const eps = 1e-5;
       const f = (x: F64, w: F64) => {
@@ -109,7 +109,7 @@ for (const name of ['reference', 'wasm'] as const) {
     });
 
     it('silu and clamped swiglu', () => {
-      const rng = new Rng(4);
+      const rng = new Mulberry32Rng(4);
       const n = ROWS * COLS;
       const X = rand(n, rng, 2), G = rand(n, rng);
       const x = t(X, [ROWS, COLS]), g = t(G, [ROWS, COLS]);
@@ -132,7 +132,7 @@ for (const name of ['reference', 'wasm'] as const) {
     });
 
     it('cross-entropy with an ignored row', () => {
-      const rng = new Rng(5);
+      const rng = new Mulberry32Rng(5);
       const X = rand(ROWS * COLS, rng, 2), D = rand(ROWS, rng);
       const targets = Int32Array.from([2, -1, 6]);
       const f = (x: F64) => {
@@ -150,7 +150,7 @@ for (const name of ['reference', 'wasm'] as const) {
     });
 
     it('embedding (gatherRows backward = scatterAddRows), bias add (backward = biasGrad), transpose', () => {
-      const rng = new Rng(6);
+      const rng = new Mulberry32Rng(6);
       const V = 5, C = 3, ids = Int32Array.from([4, 0, 4, 2]);
       const T = rand(V * C, rng), G = rand(ids.length * C, rng);
       const fEmb = (tab: F64) => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { Rng, Tensor, type Shape } from '../../src/engine/index.ts';
+import { Mulberry32Rng, Tensor, type Shape } from '../../src/engine/index.ts';
 
 /** Asserts |a − e| ≤ atol + rtol·|e| elementwise (NaN must match NaN), naming the first offending index. */
 export function assertClose(actual: ArrayLike<number>, expected: ArrayLike<number>, what: string, rtol = 1e-5, atol = 1e-6): void {
@@ -28,6 +28,6 @@ export function randn(shape: Shape, seed: number, std = 1): Tensor {
 }
 
 export function randomIds(n: number, limit: number, seed: number): Int32Array {
-  const rng = new Rng(seed);
+  const rng = new Mulberry32Rng(seed);
   return Int32Array.from({ length: n }, () => rng.int(limit));
 }

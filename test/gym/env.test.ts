@@ -7,7 +7,7 @@ import {
   Env,
   ObservationWrapper,
   RewardWrapper,
-  Rng,
+  XoshiroRng,
   Wrapper,
   type ResetResult,
   type StepResult,
@@ -36,7 +36,7 @@ test('reseeding rules: seed reseeds, no seed keeps the generator, first use seed
   assert.equal(env.npRandomSeed, 10);
   const [o2] = await env.reset();
   assert.equal(env.npRandomSeed, 10, 'reset without a seed keeps the seed and the generator');
-  const ref = new Rng(10);
+  const ref = new XoshiroRng(10);
   assert.equal(o1, ref.integers(1000));
   assert.equal(o2, ref.integers(1000), 'the second reset continues the same stream');
   const [o3] = await env.reset({ seed: 10 });
@@ -45,9 +45,9 @@ test('reseeding rules: seed reseeds, no seed keeps the generator, first use seed
   const fresh = new RandomStartEnv();
   const seed = fresh.npRandomSeed;
   assert.ok(Number.isSafeInteger(seed) && seed >= 0, 'never seeded → seeded from entropy on first use');
-  assert.ok(fresh.npRandom.sameState(new Rng(seed)));
+  assert.ok(fresh.npRandom.sameState(new XoshiroRng(seed)));
 
-  fresh.npRandom = new Rng(3);
+  fresh.npRandom = new XoshiroRng(3);
   assert.equal(fresh.npRandomSeed, -1, 'assigning a generator makes the seed unknown (-1)');
   assert.equal(fresh.rng, fresh.npRandom);
   await assert.rejects(() => fresh.reset({ seed: -2 }), /non-negative integer/);

@@ -1,22 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { deriveSeeds, makeRng, Rng } from '../../src/gym/rng.ts';
+import { deriveSeeds, makeRng, XoshiroRng } from '../../src/gym/rng.ts';
 
 test('same seed gives the same stream; different seeds differ', () => {
-  const a = new Rng(42);
-  const b = new Rng(42);
-  const c = new Rng(43);
+  const a = new XoshiroRng(42);
+  const b = new XoshiroRng(42);
+  const c = new XoshiroRng(43);
   const sa = Array.from({ length: 20 }, () => a.nextUint32());
   const sb = Array.from({ length: 20 }, () => b.nextUint32());
   const sc = Array.from({ length: 20 }, () => c.nextUint32());
   assert.deepEqual(sa, sb);
   assert.notDeepEqual(sa, sc);
   // large seeds use both 32-bit halves
-  assert.notDeepEqual(new Rng(2 ** 40).state(), new Rng(2 ** 40 + 2 ** 32).state());
+  assert.notDeepEqual(new XoshiroRng(2 ** 40).state(), new XoshiroRng(2 ** 40 + 2 ** 32).state());
 });
 
 test('random() is in [0, 1) with mean near 1/2', () => {
-  const r = new Rng(1);
+  const r = new XoshiroRng(1);
   let sum = 0;
   for (let i = 0; i < 20000; i++) {
     const x = r.random();
@@ -27,7 +27,7 @@ test('random() is in [0, 1) with mean near 1/2', () => {
 });
 
 test('integers follows numpy bounds and is roughly uniform', () => {
-  const r = new Rng(7);
+  const r = new XoshiroRng(7);
   const counts = new Array(6).fill(0);
   for (let i = 0; i < 6000; i++) {
     const x = r.integers(6);
@@ -48,7 +48,7 @@ test('integers follows numpy bounds and is roughly uniform', () => {
 });
 
 test('normal and exponential have the right moments', () => {
-  const r = new Rng(3);
+  const r = new XoshiroRng(3);
   const n = 20000;
   let s = 0;
   let s2 = 0;
@@ -67,7 +67,7 @@ test('normal and exponential have the right moments', () => {
 });
 
 test('choice with probabilities, shuffle and permutation', () => {
-  const r = new Rng(11);
+  const r = new XoshiroRng(11);
   const counts = { a: 0, b: 0, c: 0 };
   for (let i = 0; i < 5000; i++) counts[r.choice(['a', 'b', 'c'] as const, { p: [0.7, 0.3, 0] })]++;
   assert.equal(counts.c, 0);
@@ -82,14 +82,14 @@ test('choice with probabilities, shuffle and permutation', () => {
 });
 
 test('state, clone and sameState', () => {
-  const r = new Rng(5);
+  const r = new XoshiroRng(5);
   r.random();
   const c = r.clone();
   assert.ok(c.sameState(r));
   assert.equal(c.random(), r.random());
   r.random();
   assert.ok(!c.sameState(r));
-  const d = new Rng(0);
+  const d = new XoshiroRng(0);
   d.setState(r.state());
   assert.equal(d.nextUint32(), r.nextUint32());
 });
@@ -97,24 +97,24 @@ test('state, clone and sameState', () => {
 test('child seeds are deterministic and distinct', () => {
   assert.deepEqual(deriveSeeds(9, 4), deriveSeeds(9, 4));
   assert.equal(new Set(deriveSeeds(9, 100)).size, 100);
-  const kids = new Rng(9).spawn(2);
+  const kids = new XoshiroRng(9).spawn(2);
   assert.notEqual(kids[0]!.random(), kids[1]!.random());
 });
 
 test('makeRng: explicit seed, entropy seed, invalid seeds', () => {
   const [a, seedA] = makeRng(17);
   assert.equal(seedA, 17);
-  assert.ok(a.sameState(new Rng(17)));
+  assert.ok(a.sameState(new XoshiroRng(17)));
   const [b, seedB] = makeRng();
   assert.ok(Number.isSafeInteger(seedB) && seedB >= 0);
-  assert.ok(b.sameState(new Rng(seedB)), 'an entropy seed is reported so the run can be reproduced');
+  assert.ok(b.sameState(new XoshiroRng(seedB)), 'an entropy seed is reported so the run can be reproduced');
   assert.throws(() => makeRng(-1), /non-negative integer/);
   assert.throws(() => makeRng(1.5), /non-negative integer/);
   assert.throws(() => makeRng(2 ** 60), /non-negative integer/);
 });
 
 test('the core step is xoshiro128** (outputs hand-computed from state [1, 2, 3, 4])', () => {
-  const r = new Rng(0);
+  const r = new XoshiroRng(0);
   r.setState({ algorithm: 'xoshiro128**', s: [1, 2, 3, 4] });
   // out = rotl(s1 * 5, 7) * 9: s1 = 2 → 11520; then s1 = 0 → 0; then s1 = 1029 → rotl(5145, 7) * 9 = 5927040
   assert.deepEqual([r.nextUint32(), r.nextUint32(), r.nextUint32()], [11520, 0, 5927040]);

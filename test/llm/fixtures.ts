@@ -1,18 +1,10 @@
 /** Shared test material for src/llm: a seeded PRNG, a small mixed corpus, a tiny trained BPE, example tools. */
 import { BpeTokenizer } from '../../src/llm/bpe.ts';
 import type { ToolSpec } from '../../src/llm/messages.ts';
+import { mulberry32 } from '../../src/engine/random.ts';
 
-/** mulberry32: a small seeded PRNG so every "random" test input is reproducible. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded uniform stream in [0, 1) (the engine's mulberry32), so every "random" test input is reproducible. */
+export const rng = mulberry32;
 
 const WORDS = [
   'the', 'order', 'user', 'item', 'return', 'exchange', 'cancel', 'pending', 'delivered', 'address', 'payment',

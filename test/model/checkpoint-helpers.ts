@@ -2,23 +2,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { mulberry32 } from '../../src/engine/random.ts';
 
 export function tempDir(label: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), `longrun-${label}-`));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** mulberry32: small, seeded, good enough for test data. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded uniform stream in [0, 1) (the engine's mulberry32), so every "random" test input is reproducible. */
+export const rng = mulberry32;
 
 export function randomF32(n: number, seed: number, scale = 1): Float32Array {
   const r = rng(seed);

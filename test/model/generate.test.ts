@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Rng } from '../../src/engine/index.ts';
+import { Mulberry32Rng } from '../../src/engine/index.ts';
 import { createCaches, decodeStep, generate, prefill } from '../../src/model/generate.ts';
 import { GptOssModel } from '../../src/model/model.ts';
 import { sampleToken } from '../../src/model/sampling.ts';
@@ -128,7 +128,7 @@ test('generation: same seed → same tokens; different prompt lengths; stop toke
 
 test('sampling: top-k 1 is greedy, top-p keeps the smallest nucleus, frequencies follow the tempered softmax', () => {
   const logits = Float32Array.from([2, 1, 0.5, -1]);
-  const rng = new Rng(3);
+  const rng = new Mulberry32Rng(3);
   assert.equal(sampleToken(logits, { topK: 1 }, rng).token, 0);
   // p(0) ≈ 0.61 < 0.7 → nucleus {0, 1}
   for (let i = 0; i < 50; i++) assert.ok(sampleToken(logits, { topP: 0.7 }, rng).token <= 1);

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Rng } from '../../src/engine/index.ts';
+import { Mulberry32Rng } from '../../src/engine/index.ts';
 import { GptOssModel } from '../../src/model/model.ts';
 import type { ModelInput } from '../../src/model/batch.ts';
 import { directionalCheck, randomTokens, testConfig, weighted } from './helpers.ts';
 
 function objectiveWeights(n: number, seed: number): Float32Array {
-  const rng = new Rng(seed);
+  const rng = new Mulberry32Rng(seed);
   return Float32Array.from({ length: n }, () => rng.uniform(-1, 1));
 }
 

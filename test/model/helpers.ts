@@ -1,6 +1,6 @@
 /** Shared helpers for the model tests: tiny configs and directional finite-difference gradient checks. */
 import assert from 'node:assert/strict';
-import { Rng, Tensor } from '../../src/engine/index.ts';
+import { Mulberry32Rng, Tensor } from '../../src/engine/index.ts';
 import { validateConfig, type GptOssConfig, type GptOssConfigInput } from '../../src/model/config.ts';
 
 /** 2 layers (sliding window 4, then full), GQA 4:2, 4 experts top-2, YaRN with its ramp inside the 4 frequencies. */
@@ -14,7 +14,7 @@ export function testConfig(overrides: Partial<GptOssConfigInput> = {}): GptOssCo
 }
 
 export function randomTokens(n: number, vocab: number, seed: number): Int32Array {
-  const rng = new Rng(seed);
+  const rng = new Mulberry32Rng(seed);
   return Int32Array.from({ length: n }, () => rng.int(vocab));
 }
 
@@ -30,7 +30,7 @@ export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
  * storage, float64 accumulation. Returns the relative error.
  */
 export function directionalCheck(label: string, f: () => number, t: Tensor, g: Float32Array, options: { seed?: number; eps?: number; tol?: number } = {}): number {
-  const rng = new Rng(options.seed ?? 7);
+  const rng = new Mulberry32Rng(options.seed ?? 7);
   const n = t.size;
   const gn = Math.sqrt(dot(g, g));
   const r = Float64Array.from({ length: n }, () => rng.normal());

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Rng } from '../../src/engine/index.ts';
+import { Mulberry32Rng } from '../../src/engine/index.ts';
 import { applyLora } from '../../src/model/lora.ts';
 import { GptOssModel } from '../../src/model/model.ts';
 import { directionalCheck, randomTokens, testConfig, weighted } from './helpers.ts';
@@ -14,7 +14,7 @@ test('LoRA: fresh adapters change nothing, base is frozen, adapter gradients mat
   const adapters = applyLora(model, { rank: 2, alpha: 4, seed: 3 });
   assert.equal(adapters.size, cfg.num_hidden_layers * 4 * 2);
   assert.deepEqual(model.logprobs(input).logprobs, before, 'B = 0 at init');
-  const rng = new Rng(5);
+  const rng = new Mulberry32Rng(5);
   for (const [name, t] of adapters) if (name.includes('lora_B')) t.data().forEach((_, i, d) => { d[i] = rng.normal() * 0.3; });
   const tuned = model.logprobs(input).logprobs;
   assert.notDeepEqual(tuned, before);
@@ -49,7 +49,7 @@ test('LoRA with gradient checkpointing and packed documents: identical adapter g
   const run = (checkpointing: boolean) => {
     const m = new GptOssModel(cfg, { seed: 16, checkpointing });
     const ad = applyLora(m, { rank: 3, alpha: 3, targets: ['q_proj', 'v_proj'], seed: 1 });
-    const rng = new Rng(2);
+    const rng = new Mulberry32Rng(2);
     for (const [name, t] of ad) if (name.includes('lora_B')) t.data().forEach((_, i, d) => { d[i] = rng.normal() * 0.2; });
     m.forward(input);
     m.backward();
@@ -77,7 +77,7 @@ for (const mlp of ['moe', 'dense'] as const) {
     assert.ok(ad.has(`${pre}.gate_up_proj.lora_A`) && ad.has(`${pre}.down_proj.lora_B`));
     assert.deepEqual(ad.get(`${pre}.gate_up_proj.lora_A`)!.shape, [cfg.num_local_experts, cfg.hidden_size, 2]);
     assert.deepEqual(model.logprobs(input).logprobs, before);
-    const rng = new Rng(6);
+    const rng = new Mulberry32Rng(6);
     for (const [name, t] of ad) if (name.includes('lora_B')) t.data().forEach((_, i, d) => { d[i] = rng.normal() * 0.3; });
     assert.deepEqual(model.logprobs(input, { adapters: false }).logprobs, before);
     const c = Float32Array.from({ length: n }, () => rng.uniform(-1, 1));

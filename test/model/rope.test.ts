@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Rng } from '../../src/engine/index.ts';
+import { Mulberry32Rng } from '../../src/engine/index.ts';
 import { presetConfig } from '../../src/model/config.ts';
 import { headsToRows, RopeTable, rowsToHeads, yarnParams } from '../../src/model/layers/rope.ts';
 import { dot } from './helpers.ts';
@@ -28,7 +28,7 @@ test('RoPE: half-split rotation scaled by the concentration; backward is the exa
   const N = 5, H = 3, d = 8;
   const positions = Int32Array.from([0, 3, 7, 20, 2]);
   table.ensure(20);
-  const rng = new Rng(1);
+  const rng = new Mulberry32Rng(1);
   const x = Float32Array.from({ length: N * H * d }, () => rng.normal());
   const z = Float32Array.from({ length: N * H * d }, () => rng.normal());
   const rx = new Float32Array(N * H * d);

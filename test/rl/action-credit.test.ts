@@ -3,34 +3,33 @@ import { describe, it } from 'node:test';
 import { calledToolNames, goldActionShare, withActionCredit } from '../../src/rl/actionCredit.ts';
 import { parseTrainerConfig } from '../../src/rl/config.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 import type { AgentEnv } from '../../src/rollout/agentLoop.ts';
+import type { ActionCheck } from '../../src/tooluse/evaluator.ts';
 
 describe('gold-action credit (training-only partial reward)', () => {
+  /** One of the evaluator's gold-action checks (tooluse/evaluator.ts ActionCheck). */
+  const check = (actionMatch: boolean, toolType: 'read' | 'write' | null = null, name = 'some_tool'): ActionCheck => ({ action: { action_id: name, requestor: 'assistant', name, arguments: {}, info: null, compare_args: null }, actionMatch, actionReward: actionMatch ? 1 : 0, toolType });
+
   it('reads the matched share of gold actions from the reward info', () => {
-    const checks = (...m: boolean[]) => ({ actionChecks: m.map((actionMatch) => ({ actionMatch })) });
+    const checks = (...m: boolean[]) => ({ actionChecks: m.map((actionMatch) => check(actionMatch)) });
     assert.equal(goldActionShare(checks(true, false, true, true)), 0.75);
     assert.equal(goldActionShare(checks(false)), 0);
     assert.equal(goldActionShare({ actionChecks: [] }), 0);
     assert.equal(goldActionShare({ actionChecks: null }), 0, 'a premature end has no action checks');
-    assert.equal(goldActionShare(null), 0);
-    assert.equal(goldActionShare(undefined), 0);
+    assert.equal(goldActionShare(null), 0, 'an env that reported no reward info');
   });
 
   it("actions 'writes': only the gold writes count; no credit on tasks without one", () => {
-    const info = { actionChecks: [
-      { actionMatch: true, toolType: 'read' }, { actionMatch: true, toolType: 'read' },
-      { actionMatch: false, toolType: 'write' }, { actionMatch: true, toolType: 'write' },
-    ] };
+    const info = { actionChecks: [check(true, 'read'), check(true, 'read'), check(false, 'write'), check(true, 'write')] };
     assert.equal(goldActionShare(info), 0.75);
     assert.equal(goldActionShare(info, 'all'), 0.75);
     assert.equal(goldActionShare(info, 'writes'), 0.5);
-    assert.equal(goldActionShare({ actionChecks: [{ actionMatch: true, toolType: 'read' }] }, 'writes'), 0, 'reads only: nothing to credit');
+    assert.equal(goldActionShare({ actionChecks: [check(true, 'read')] }, 'writes'), 0, 'reads only: nothing to credit');
   });
 
   it("actions 'writes-graded': a matched write 1, the right write tool with other arguments ½", () => {
-    const write = (name: string, actionMatch: boolean) => ({ actionMatch, toolType: 'write', action: { name, arguments: {} } });
-    const info = { actionChecks: [{ actionMatch: true, toolType: 'read', action: { name: 'get_order_details' } }, write('cancel_pending_order', false), write('modify_user_address', true)] };
+    const info = { actionChecks: [check(true, 'read', 'get_order_details'), check(false, 'write', 'cancel_pending_order'), check(true, 'write', 'modify_user_address')] };
     const called = calledToolNames([
       { role: 'assistant', toolCalls: [{ name: 'get_order_details' }, { name: 'cancel_pending_order' }] },
       { role: 'user', toolCalls: [{ name: 'modify_user_address' }] },
@@ -68,7 +67,7 @@ describe('gold-action credit (training-only partial reward)', () => {
             const [obs, r, term, trunc, info] = await env.step(a);
             if (!(term || trunc)) return [obs, r, term, trunc, info];
             const matched = episode++ % 2 === 0;
-            return [obs, r, term, trunc, { ...info, rewardInfo: { actionChecks: [{ actionMatch: matched }, { actionMatch: false }] } }];
+            return [obs, r, term, trunc, { ...info, rewardInfo: { ...(info.rewardInfo as object), actionChecks: [check(matched), check(false)] } }];
           },
         };
       };
@@ -106,7 +105,7 @@ describe('gold-action credit (training-only partial reward)', () => {
             const [obs, , term, trunc, info] = await env.step(a);
             if (!(term || trunc)) return [obs, 0, term, trunc, info];
             const matched = episode++ % 2 === 0;
-            return [obs, 0, term, trunc, { ...info, rewardInfo: { actionChecks: [{ actionMatch: matched }, { actionMatch: false }] } }];
+            return [obs, 0, term, trunc, { ...info, rewardInfo: { ...(info.rewardInfo as object), actionChecks: [check(matched), check(false)] } }];
           },
         };
       };

@@ -3,12 +3,13 @@ import assert from 'node:assert/strict';
 import { computeAdvantages, grpoSequenceAdvantages, rlooSequenceAdvantages, sequenceScores } from '../../src/rl/advantages.ts';
 import { aggregateLoss, aggregationDenominators } from '../../src/rl/aggregate.ts';
 import { gspoPolicyLoss, vanillaPolicyLoss } from '../../src/rl/policyLoss.ts';
-import { applyKlInReward, entropyFromLogits, klPenalty, klPenaltyScalar } from '../../src/rl/kl.ts';
+import { applyKlInReward, klPenalty, klPenaltyScalar } from '../../src/rl/kl.ts';
+import { logSumExp, softmaxEntropy } from '../../src/model/layers/entropy.ts';
 import { dynamicSampling, keptGroupUids, overlongPenalty } from '../../src/rl/dapo.ts';
 
 const close = (a: number, b: number, tol = 1e-6, what = '') => assert.ok(Math.abs(a - b) <= tol, `${what} expected ${b}, got ${a}`);
 
-describe('advantages (verl.md §4.1, §4.2)', () => {
+describe('advantages (docs/grpo.md, Advantages)', () => {
   // Group g1 = [1, 0, 1, 0] (mean 0.5, unbiased std √(1/3)), g2 = [2] (singleton), g3 = [3, 3] (no variance).
   const scores = [1, 0, 1, 0, 2, 3, 3];
   const uids = ['g1', 'g1', 'g1', 'g1', 'g2', 'g3', 'g3'];
@@ -61,7 +62,7 @@ describe('advantages (verl.md §4.1, §4.2)', () => {
   });
 });
 
-describe('policy losses (verl.md §4.3)', () => {
+describe('policy losses (docs/grpo.md, Policy losses)', () => {
   const one = (lp: number, a: number, clip = {}) => {
     const r = vanillaPolicyLoss({ logprobs: [lp], oldLogprobs: [0], advantages: [a], responseMask: [1], rows: 1, cols: 1 }, clip);
     return { loss: r.losses[0], grad: r.dLogprob[0], stats: r.stats };
@@ -119,7 +120,7 @@ describe('policy losses (verl.md §4.3)', () => {
   });
 });
 
-describe('loss aggregation (verl.md §4.4)', () => {
+describe('loss aggregation (docs/grpo.md, Aggregation)', () => {
   // L = [[1,2,3],[4,5,6],[7,8,9]], m = [[1,1,0],[1,0,0],[0,0,0]] (third row has no valid token).
   const L = [1, 2, 3, 4, 5, 6, 7, 8, 9];
   const m = [1, 1, 0, 1, 0, 0, 0, 0, 0];
@@ -161,7 +162,7 @@ describe('loss aggregation (verl.md §4.4)', () => {
   });
 });
 
-describe('KL penalties (verl.md §4.5) and entropy', () => {
+describe('KL penalties (docs/grpo.md, KL penalties) and entropy', () => {
   it('k1, abs, k2, k3 values and gradients', () => {
     const lp = -1;
     const ref = -2; // d = 1
@@ -199,12 +200,14 @@ describe('KL penalties (verl.md §4.5) and entropy', () => {
     close(k.meanKl, 1, 1e-12);
   });
   it('entropy of a uniform distribution is log V', () => {
-    close(entropyFromLogits([0.3, 0.3, 0.3, 0.3]), Math.log(4), 1e-12);
-    close(entropyFromLogits([1000, 0, 0]), 0, 1e-9);
+    const entropy = (z: number[], scale = 1) => softmaxEntropy(z, 0, z.length, logSumExp(z, 0, z.length, scale), scale);
+    close(entropy([0.3, 0.3, 0.3, 0.3]), Math.log(4), 1e-12);
+    close(entropy([1000, 0, 0]), 0, 1e-9);
+    close(entropy([1, 0, 0], 1e-6), Math.log(3), 1e-5, 'a high temperature flattens the distribution');
   });
 });
 
-describe('DAPO (verl.md §4.6, §4.7)', () => {
+describe('DAPO (docs/grpo.md, DAPO)', () => {
   it('keeps groups with non-zero population std and singletons', () => {
     const kept = keptGroupUids([1, 1, 0, 0, 0, 1, 5], ['a', 'a', 'b', 'b', 'c', 'c', 'd']);
     assert.deepEqual([...kept].sort(), ['c', 'd']);

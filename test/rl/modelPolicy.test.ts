@@ -11,7 +11,7 @@ import { parseTrainerConfig } from '../../src/rl/config.ts';
 import { GptOssPolicy, packForScoring } from '../../src/rl/modelPolicy.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
 import { buildRun, parseRunFile } from '../../src/recipes/trainSetup.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 import { directionalCheck } from '../model/helpers.ts';
 import { tinyTransformer } from './policyFixtures.ts';
 

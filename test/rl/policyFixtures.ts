@@ -6,7 +6,7 @@ import type { Batch } from '../../src/rollout/batch.ts';
 import { collate } from '../../src/rollout/collate.ts';
 import { flattenGroups, sampleGroups } from '../../src/rollout/groups.ts';
 import { createModelEngine } from '../../src/rollout/modelEngine.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 
 /** A tiny gpt-oss (2 layers, sliding + full attention, 4 experts); the same seed gives the same weights. */
 export function tinyTransformer(vocab: number, seed = 3): GptOssModel {

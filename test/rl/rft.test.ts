@@ -20,7 +20,7 @@ import { GptOssPolicy } from '../../src/rl/modelPolicy.ts';
 import type { Policy } from '../../src/rl/policy.ts';
 import { sftPolicyLoss } from '../../src/rl/policyLoss.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 import { tinyTransformer } from './policyFixtures.ts';
 
 type ToySetup = ReturnType<typeof createToySetup>;

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Rng } from '../../src/engine/index.ts';
+import { Mulberry32Rng } from '../../src/engine/index.ts';
 import { GptOssModel } from '../../src/model/index.ts';
 import { accumulationGrad, documentWeight, microBatches, microBatchInput, packDocuments, type PackedRow, type SftDocument } from '../../src/rl/packing.ts';
 import { parseSftConfig, SftPlan, splitEval } from '../../src/rl/sft.ts';
 import { tinyConfig } from './sftFixtures.ts';
 
 function randomDocs(lengths: readonly number[], vocab: number, seed: number): SftDocument[] {
-  const rng = new Rng(seed);
+  const rng = new Mulberry32Rng(seed);
   return lengths.map((n) => ({
     tokens: Int32Array.from({ length: n }, () => rng.int(vocab)),
     lossMask: Uint8Array.from({ length: n }, (_, i) => (i > 0 && rng.next() < 0.6 ? 1 : 0)),
@@ -21,7 +21,7 @@ test('first-fit-decreasing: a worked example', () => {
 });
 
 test('packing: every document once, whole, rows within length, deterministic', () => {
-  const rng = new Rng(3);
+  const rng = new Mulberry32Rng(3);
   const lengths = Array.from({ length: 200 }, () => 1 + rng.int(60));
   const rows = packDocuments(lengths, 64);
   const seen = rows.flatMap((r) => r.docs).sort((a, b) => a - b);
@@ -38,7 +38,7 @@ test('packing: every document once, whole, rows within length, deterministic', (
 });
 
 test('micro-batches respect the token budget (with padding) and cover each row once', () => {
-  const rng = new Rng(5);
+  const rng = new Mulberry32Rng(5);
   const rows: PackedRow[] = Array.from({ length: 37 }, (_, i) => ({ docs: [i], length: 1 + rng.int(64) }));
   const ids = rows.map((_, i) => i).reverse();
   for (const budget of [64, 100, 256, 1000]) {

@@ -7,9 +7,10 @@ import { AgentLoop } from '../../src/rollout/agentLoop.ts';
 import { collate } from '../../src/rollout/collate.ts';
 import { flattenGroups, sampleGroups } from '../../src/rollout/groups.ts';
 import { parseTrainerConfig, type TrainerConfigInput } from '../../src/rl/config.ts';
-import { GrpoTrainer, rolloutIsWeights, type Metrics } from '../../src/rl/trainer.ts';
+import { GrpoTrainer, type Metrics } from '../../src/rl/trainer.ts';
+import { rolloutIsWeights } from '../../src/rl/policyLoss.ts';
 import type { Policy } from '../../src/rl/policy.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 
 /** The policy under test. Swap this for the tiny transformer (policy + engine + format) when it lands. */
 function setup() {
@@ -412,7 +413,7 @@ describe('GRPO that uses its signal', () => {
       assert.ok(log2.some((l) => /lr changed from 0\.3 .*to 0\.05/.test(l)), log2.join('\n'));
       assert.equal(changed.policy.lr, 0.05);
       // The step-4 checkpoint was trained and saved with the new rate.
-      assert.equal(JSON.parse(readFileSync(join(dir, 'step_4', 'policy', 'policy.json'), 'utf8')).lr, 0.05);
+      assert.equal(JSON.parse(readFileSync(join(dir, 'step-00000004', 'policy', 'policy.json'), 'utf8')).lr, 0.05);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -421,7 +422,7 @@ describe('GRPO that uses its signal', () => {
 
 describe('toy GRPO with the tiny transformer (SFT warm start → GRPO), opt-in: LONGRUN_SLOW_TESTS=1', { skip: !process.env.LONGRUN_SLOW_TESTS }, () => {
   it('raises validation success from ≤ 0.4 to ≥ 0.7 in 100 steps', async () => {
-    const { createToyTransformerSetup } = await import('../../src/rl/toy/toyTransformer.ts');
+    const { createToyTransformerSetup } = await import('../../src/recipes/toy/toyTransformer.ts');
     const s = await createToyTransformerSetup({ seed: 1, lr: 3e-3 });
     const config = parseTrainerConfig({
       data: { trainBatchSize: 4 },

@@ -7,7 +7,7 @@ import { trainCommand } from '../../src/cli/train.ts';
 import { presetConfig } from '../../src/model/config.ts';
 import { GptOssModel } from '../../src/model/model.ts';
 import { parseRunFile } from '../../src/recipes/trainSetup.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 import { startTrainerServer } from '../../src/serve/trainer-server.ts';
 
 const BASE = 'longrun/toy-tiny-1m';
@@ -87,9 +87,9 @@ describe('longrun train with backend: { type: tinker } through a local longrun s
       assert.ok(train.every((r) => (r['adv/mean_abs'] as number) > 0 && (r['actor/grad_norm'] as number) > 0), 'every step has advantages and a gradient');
       assert.ok(train.some((r) => Math.abs(r['actor/ppo_kl'] as number) > 1e-4), 'the second mini-batch is off-policy');
       // The checkpoint is on the server; the run folder records where.
-      const state = JSON.parse(readFileSync(join(remoteDir, 'ckpt', 'step_2', 'policy', 'tinker-state.json'), 'utf8')) as { path: string };
-      assert.match(state.path, /^tinker:\/\/.+\/weights\/step_2-policy$/);
-      assert.ok(!existsSync(join(remoteDir, 'ckpt', 'step_2', 'policy', 'model')), 'no weights were written locally');
+      const state = JSON.parse(readFileSync(join(remoteDir, 'ckpt', 'step-00000002', 'policy', 'tinker-state.json'), 'utf8')) as { path: string };
+      assert.match(state.path, /^tinker:\/\/.+\/weights\/step-00000002-policy$/);
+      assert.ok(!existsSync(join(remoteDir, 'ckpt', 'step-00000002', 'policy', 'model')), 'no weights were written locally');
       // One more step each: the remote run resumes from its server-side checkpoint (load_state with the optimizer).
       assert.equal(await trainCommand({ config: runFile(localDir), steps: '3' }, () => undefined), 0);
       const more: string[] = [];

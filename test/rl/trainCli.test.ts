@@ -28,8 +28,8 @@ describe('longrun train --config', () => {
       writeFileSync(file, yaml);
       const lines: string[] = [];
       assert.equal(await trainCommand({ config: file }, (l) => lines.push(l)), 0);
-      assert.ok(existsSync(join(dir, 'ckpt', 'step_3', 'trainer.json')));
-      assert.ok(existsSync(join(dir, 'ckpt', 'step_3', 'policy', 'policy.json')));
+      assert.ok(existsSync(join(dir, 'ckpt', 'step-00000003', 'trainer.json')));
+      assert.ok(existsSync(join(dir, 'ckpt', 'step-00000003', 'policy', 'policy.json')));
       const metrics = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; step: number });
       assert.deepEqual(metrics.map((m) => `${m.kind}${m.step}`), ['val0', 'train1', 'train2', 'train3', 'val3']);
       assert.match(lines.at(-1)!, /^done: 3 steps/);

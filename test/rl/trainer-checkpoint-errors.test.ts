@@ -1,12 +1,12 @@
 /** A damaged GRPO checkpoint folder gives an error that names the file and what is wrong with it. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { parseTrainerConfig } from '../../src/rl/config.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 
 describe('GRPO trainer checkpoints', () => {
   const dir = mkdtempSync(join(tmpdir(), 'longrun-trainer-ckpt-'));
@@ -30,6 +30,18 @@ describe('GRPO trainer checkpoints', () => {
       await assert.rejects(trainer().loadCheckpoint(dir), (e: Error) => e.message.startsWith(`${join(dir, 'latest')} should hold the step number of the last checkpoint`) && !/ENOENT/.test(e.message), JSON.stringify(bad));
     }
     writeFileSync(join(dir, 'latest'), '7');
-    await assert.rejects(trainer().loadCheckpoint(dir), (e: Error) => e.message.includes(join(dir, 'step_7', 'trainer.json')));
+    await assert.rejects(trainer().loadCheckpoint(dir), (e: Error) => e.message.includes(join(dir, 'step-00000007', 'trainer.json')));
+  });
+
+  it('writes step-NNNNNNNN folders and still loads a step_N folder of the older naming', async () => {
+    const legacyRoot = mkdtempSync(join(tmpdir(), 'longrun-trainer-legacy-'));
+    try {
+      const written = await trainer().saveCheckpoint(legacyRoot);
+      assert.equal(written, join(legacyRoot, 'step-00000000'));
+      renameSync(written, join(legacyRoot, 'step_0'));
+      await trainer().loadCheckpoint(legacyRoot);
+    } finally {
+      rmSync(legacyRoot, { recursive: true, force: true });
+    }
   });
 });

@@ -6,8 +6,8 @@ import { AgentLoop, type AgentLoopOptions } from '../../src/rollout/agentLoop.ts
 import { collate } from '../../src/rollout/collate.ts';
 import { sampleGroups } from '../../src/rollout/groups.ts';
 import { ScriptedEngine } from '../../src/rollout/inference.ts';
-import { ToyToolEnv, solution } from '../../src/rl/toy/toyEnv.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { ToyToolEnv, solution } from '../../src/domains/toy/toyEnv.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 
 const corpus = 'please cue_0 cue_1 cue_2 tool_a tool_b tool_c ok wrong done solve the order {"name": "x", "arguments": {"x": 1}}\n'.repeat(20);
 const bpe = BpeTokenizer.train(corpus, { vocabSize: 320 });

@@ -4,7 +4,7 @@ import { BatchingEngine } from '../../src/rollout/batching.ts';
 import type { GenerationRequest, GenerationResult } from '../../src/rollout/inference.ts';
 import { AgentLoop } from '../../src/rollout/agentLoop.ts';
 import { sampleGroups } from '../../src/rollout/groups.ts';
-import { createToySetup } from '../../src/rl/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
 
 const req = (tokens: number[], maxNewTokens = 3): GenerationRequest => ({ tokens, maxNewTokens, temperature: 1, stop: [], seed: 0 });
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
+import { checkpointDirName } from '../../src/rl/checkpointDirs.ts';
 import { buildOverview } from '../../src/serve/dashboard/overview.ts';
 import { dashboardScreenshot } from '../../src/serve/dashboard/screenshot.ts';
 import { discoverRun } from '../../src/serve/dashboard/run-files.ts';
@@ -70,8 +71,10 @@ describe('longrun dashboard: run-folder discovery and the overview', () => {
       const eps: Row[] = [];
       for (const [step, rs] of [[0, [0, 0, 1, 0]], [2, [1, 0, 1, 0]], [4, [1, 1, 1, 0]]] as const) rs.forEach((reward, i) => eps.push({ kind: 'val', step, taskId: `validation_${i}`, sample: 0, reward, messages: [] }));
       writeJsonl(join(dir, 'retail-grpo/grpo/episodes.jsonl'), eps);
-      mkdirSync(join(dir, 'retail-grpo/grpo/step_4/policy'), { recursive: true });
-      writeJsonl(join(dir, 'retail-grpo/grpo/step_4/policy/metrics.jsonl'), [{ kind: 'train', step: 1 }]);
+      for (const ckpt of ['step-00000004', 'step_2']) { // a checkpoint folder, and one of the older GRPO naming
+        mkdirSync(join(dir, `retail-grpo/grpo/${ckpt}/policy`), { recursive: true });
+        writeJsonl(join(dir, `retail-grpo/grpo/${ckpt}/policy/metrics.jsonl`), [{ kind: 'train', step: 1 }]);
+      }
       writeJsonl(join(dir, 'retail-rft/grpo/metrics.jsonl'), grpoRows([0.2, 0.22, 0.24], { 'rft/kept_share': 0.2 }));
       writeJsonl(join(dir, 'retail-sft-continued/sft/metrics.jsonl'), [{ type: 'train', step: 1, loss: 1.5, tokens: 100, tokensPerSec: 50 }, { type: 'eval', step: 1, evalLoss: 1.7 }]);
       mkdirSync(join(dir, 'eval-base'));
@@ -82,7 +85,7 @@ describe('longrun dashboard: run-folder discovery and the overview', () => {
       assert.deepEqual(layout.runs.map((r) => [r.name, r.stages.map((s) => `${s.kind}:${s.name}`)]), [
         ['retail-grpo', ['grpo:grpo']], ['retail-rft', ['rft:grpo']], ['retail-sft-continued', ['sft:sft']], ['eval-base', ['eval:eval-base']],
       ]);
-      assert.ok(!layout.metrics.some((f) => f.includes('step_4')), 'checkpoint folders are not stages');
+      assert.ok(!layout.metrics.some((f) => f.includes('step-00000004') || f.includes('step_2')), 'checkpoint folders are not stages');
       const ov = buildOverview(dir);
       const [grpo, rft] = ov.headline.arms;
       assert.equal(grpo.kind, 'grpo');
@@ -201,7 +204,7 @@ describe('longrun dashboard on the folders our own commands write', { skip: NO_C
     const cli = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { maxBuffer: 16 << 20 });
     await cli('demo', '--quick', '--seed', '3', '--out', demo);
     const latest = readFileSync(join(demo, 'grpo', 'latest'), 'utf8').trim();
-    await cli('model', 'settings', '--checkpoint', join(demo, 'grpo', `step_${latest}`, 'policy', 'model'), '--from-run', join(demo, 'run.yaml'), '--out', join(root, 'model'));
+    await cli('model', 'settings', '--checkpoint', join(demo, 'grpo', checkpointDirName(Number(latest)), 'policy', 'model'), '--from-run', join(demo, 'run.yaml'), '--out', join(root, 'model'));
     await cli('eval', '--agent', 'checkpoint', '--checkpoint', join(root, 'model'), '--tasks', join(demo, 'data', 'validation', 'tasks.json'), '--user', 'scripted', '--trials', '2', '--out', evalDir);
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseActionString, toAgentTurn } from '../../src/tooluse/actions.ts';
 import { toFunctionalFormat } from '../../src/tooluse/messages.ts';
-import { parsePythonKeywordArgs, parsePythonLiteral, pyRepr } from '../../src/tooluse/python-literal.ts';
+import { parsePythonKeywordArgs, parsePythonLiteral } from '../../src/tooluse/python/python-literal.ts';
+import { pyRepr } from '../../src/tooluse/python/pyvalue.ts';
 
 describe('τ² gym action strings', () => {
   it('parses a JSON tool call first', () => {

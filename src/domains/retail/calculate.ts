@@ -20,8 +20,8 @@
  * (at most 200). Two deliberate deviations bound the cost of one call: an int result over MAX_INT_BITS and an
  * expression whose integer work would exceed WORK_LIMIT_NS raise OverflowError where Python would compute on.
  */
-import { exactPowInt, nearestPow, ratioToDouble } from './bigfloat.ts';
-import { pyFloatRepr, pyRound } from './pyjson.ts';
+import { exactPowInt, nearestPow, ratioToDouble } from '../../tooluse/python/bigfloat.ts';
+import { pyFloatRepr, pyRound } from '../../tooluse/python/pyjson.ts';
 
 /** An error Python would raise; `message` is `str(exception)`. */
 export class PyError extends Error {
@@ -538,7 +538,7 @@ function intBinary(op: string, a: bigint, b: bigint, work: Work): Value {
       if (b < 0n) return floatPow(intToFloat(a), intToFloat(b));
       const base = a < 0n ? -a : a;
       if (base > 1n && b > 0n) {
-        // |a| ** b has about b · log2|a| bits (the old guard used bitLength − 1, which undercounts 3 ** n by 37 %).
+        // |a| ** b has about b · log2|a| bits (bitLength − 1 in place of log2|a| would undercount 3 ** n by 37 %).
         const resultBits = Number(b) * log2Abs(base);
         if (resultBits > MAX_INT_BITS) throw tooBig();
         work.charge(COST.pow(resultBits));

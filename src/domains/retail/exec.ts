@@ -4,7 +4,7 @@
  */
 import type { Domain } from '../../tooluse/types.ts';
 import { executeToolCall, type ToolCallRequest, type ToolCallResult } from '../../tooluse/execute.ts';
-import { parsePythonJson } from './ordered-json.ts';
+import { parsePythonJson } from '../../tooluse/python/ordered-json.ts';
 
 export interface ExecReport {
   results: ToolCallResult[];

@@ -10,7 +10,7 @@
  * - results are memoised by the changed records' text (gold replays and repeated outcomes are free).
  */
 import { createHash, type Hash } from 'node:crypto';
-import { compareCodePoints, pyJsonDumps, pyJsonString } from './pyjson.ts';
+import { compareCodePoints, pyJsonDumps, pyJsonString } from '../../tooluse/python/pyjson.ts';
 import type { DeepReadonly, RetailTables, TableName } from './schema.ts';
 import type { RetailDb } from './db.ts';
 

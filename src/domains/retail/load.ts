@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { parseOrderedJson } from './ordered-json.ts';
+import { parseOrderedJson } from '../../tooluse/python/ordered-json.ts';
 import {
   CANCEL_REASONS,
   ORDER_STATUSES,

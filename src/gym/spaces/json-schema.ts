@@ -4,7 +4,7 @@
  * (boolean or schema), `items`, `minItems`/`maxItems`, `minimum`/`maximum`, `minLength`/`maxLength`, `anyOf`/`oneOf`.
  * Other keywords (description, title, format, …) are ignored.
  */
-import type { Rng } from '../rng.ts';
+import type { XoshiroRng } from '../rng.ts';
 import { dataEquivalence } from '../equivalence.ts';
 import { ALPHANUMERIC } from './text.ts';
 import { isPlainObject } from './space.ts';
@@ -107,7 +107,7 @@ function describe(v: unknown): string {
  * [-100, 100]); arrays have 0–3 items (clamped to min/maxItems); objects have every required property and each
  * optional one with probability 1/2. Nesting deeper than `maxDepth` produces the smallest valid value.
  */
-export function sampleJsonSchema(schema: JsonSchema, rng: Rng, depth = 0, maxDepth = 6): unknown {
+export function sampleJsonSchema(schema: JsonSchema, rng: XoshiroRng, depth = 0, maxDepth = 6): unknown {
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return structuredClone(rng.choice(schema.enum));
   if ('const' in schema) return structuredClone(schema.const);
   const alternatives = (schema.anyOf ?? schema.oneOf) as JsonSchema[] | undefined;

@@ -1,4 +1,4 @@
-import { makeRng, type Rng } from '../rng.ts';
+import { makeRng, type XoshiroRng } from '../rng.ts';
 
 /** JSON-safe value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -19,7 +19,7 @@ export type SeedResult = number | SeedResult[] | { [key: string]: SeedResult };
 export abstract class Space<T = unknown, Mask = unknown> {
   /** Tag written by `toJSON` and read by `spaceFromJSON`. */
   abstract readonly type: string;
-  protected rngInstance: Rng | null = null;
+  protected rngInstance: XoshiroRng | null = null;
   protected rngSeed: number | null = null;
 
   /** Shape of a value as numpy would report it, or null for spaces without a fixed shape (Text, Dict, …). */
@@ -38,7 +38,7 @@ export abstract class Space<T = unknown, Mask = unknown> {
   }
 
   /** The space's generator (seeded from entropy on first use). */
-  get npRandom(): Rng {
+  get npRandom(): XoshiroRng {
     if (this.rngInstance === null) this.seed();
     return this.rngInstance!;
   }

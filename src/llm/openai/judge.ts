@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { Judge, JudgeRequest, JudgeResult } from '../../tooluse/evaluator.ts';
-import { pyRepr } from '../../tooluse/python-literal.ts';
+import { pyRepr } from '../../tooluse/python/pyvalue.ts';
 import type { ChatClient } from './chat-client.ts';
 
 export const JUDGE_SYSTEM_PROMPT = [

@@ -4,6 +4,7 @@
  * shorter than the cap, is honoured. Jitter comes from a seeded generator so runs are reproducible.
  */
 import { APIConnectionError, APIError } from 'openai';
+import { mulberry32 } from '../../engine/random.ts';
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 4). */
@@ -36,18 +37,6 @@ function retryAfterMs(err: unknown): number | null {
   return Number.isFinite(s) && s >= 0 ? s * 1000 : null;
 }
 
-/** mulberry32: a tiny seeded generator, enough for jitter. */
-export function jitterRng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export class Retrier {
   readonly maxRetries: number;
   private readonly base: number;
@@ -61,7 +50,7 @@ export class Retrier {
     this.maxRetries = o.maxRetries ?? 4;
     this.base = o.baseDelayMs ?? 500;
     this.cap = o.maxDelayMs ?? 20_000;
-    this.rand = jitterRng(o.seed ?? 0);
+    this.rand = mulberry32(o.seed ?? 0);
     this.sleep = o.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
     this.onRetry = o.onRetry;
   }

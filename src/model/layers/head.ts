@@ -8,6 +8,7 @@
  */
 import { Tensor } from '../../engine/index.ts';
 import { TAG, type LayerContext } from './context.ts';
+import { softmaxEntropyGrad } from './entropy.ts';
 
 export interface HeadSaved {
   h: Tensor;
@@ -38,19 +39,13 @@ export function headLogSoftmax(ctx: LayerContext, s: HeadSaved): Tensor {
 
 /**
  * d(objective)/d logits from a per-row entropy gradient g_n = d(objective)/dH_n, H_n = −Σ_j p_j log p_j:
- * dH/dz_j = −p_j (log p_j + H). Rows with g_n = 0 are skipped; the result holds only the rows listed in `rows`.
+ * dH/dz_j = −p_j (log p_j + H) (entropy.ts). Rows with g_n = 0 are skipped; the result holds only the rows listed in `rows`.
  */
 function entropyLogitGrads(logits: Float32Array, lse: Float32Array, dEntropy: Float32Array, V: number): { rows: Int32Array; grad: Float32Array } {
   const rows: number[] = [];
   for (let n = 0; n < dEntropy.length; n++) if (dEntropy[n] !== 0) rows.push(n);
   const grad = new Float32Array(rows.length * V);
-  rows.forEach((n, r) => {
-    const z = logits.subarray(n * V, (n + 1) * V), m = lse[n];
-    let h = 0;
-    for (let j = 0; j < V; j++) { const l = z[j] - m; h -= Math.exp(l) * l; }
-    const g = dEntropy[n], out = grad.subarray(r * V, (r + 1) * V);
-    for (let j = 0; j < V; j++) { const l = z[j] - m; out[j] = -g * Math.exp(l) * (l + h); }
-  });
+  rows.forEach((n, r) => softmaxEntropyGrad(logits, n * V, V, lse[n], dEntropy[n], grad, r * V));
   return { rows: Int32Array.from(rows), grad };
 }
 

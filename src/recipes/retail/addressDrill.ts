@@ -44,12 +44,14 @@ export function addressPrefix(record: TrajectoryRecord): { messages: Message[]; 
   return { messages: record.messages.slice(0, at + 1), address };
 }
 
-function freshAddress(rng: SynthRng, like: Address): Address {
+/** A fresh random address of the same shape as `like` (a suite or not, the same country). */
+export function freshAddress(rng: SynthRng, like: Address): Address {
   const a = makeAddress(rng);
   return { ...a, address2: like.address2 ? `Suite ${rng.int(100, 999)}` : '', country: like.country };
 }
 
-function swap(messages: readonly Message[], from: Address, to: Address): Message[] {
+/** `messages` with the address `from` replaced by `to` in every text and in every address write's arguments. */
+export function swapAddress(messages: readonly Message[], from: Address, to: Address): Message[] {
   const oldText = renderAddress(from), newText = renderAddress(to);
   return messages.map((m) => {
     const out: Message = { ...m };
@@ -66,36 +68,6 @@ function swap(messages: readonly Message[], from: Address, to: Address): Message
   });
 }
 
-/** The retail write tools (the `write` kind in src/domains/retail/tools/). */
-export const RETAIL_WRITES: readonly string[] = [
-  'cancel_pending_order', 'modify_pending_order_address', 'modify_pending_order_items', 'modify_pending_order_payment',
-  'modify_user_address', 'return_delivered_order_items', 'exchange_delivered_order_items',
-];
-
-/**
- * Write drill: every expert conversation that writes, cut right after its first write call, so the SFT spends its
- * tokens on the decision that held-out episodes get wrong (which action the customer's request calls for, and its
- * arguments) rather than on what follows it. Address writes get a fresh address as in the address drill.
- */
-export function writeDrillRecords(experts: readonly TrajectoryRecord[], options: AddressDrillOptions): TrajectoryRecord[] {
-  if (!(Number.isInteger(options.documents) && options.documents >= 1)) throw new RangeError(`writeDrill: documents must be a positive integer, got ${options.documents}`);
-  const prefixes: { messages: Message[]; address?: Address }[] = [];
-  for (const r of experts) {
-    const at = r.messages.findIndex((m) => m.role === 'assistant' && (m.toolCalls ?? []).some((c) => RETAIL_WRITES.includes(c.name)));
-    if (at < 0) continue;
-    const address = addressPrefix(r);
-    prefixes.push(address && address.messages.length === at + 1 ? address : { messages: r.messages.slice(0, at + 1) });
-  }
-  if (prefixes.length === 0) throw new Error('writeDrill: no expert trajectory calls a write tool');
-  const rng = new SynthRng(options.seed ?? 0);
-  const out: TrajectoryRecord[] = [];
-  for (let d = 0; d < options.documents; d++) {
-    const p = rng.pick(prefixes);
-    out.push({ taskId: `write_drill_${d}`, messages: p.address ? swap(p.messages, p.address, freshAddress(rng, p.address)) : p.messages });
-  }
-  return out;
-}
-
 /** The drill conversations, over the expert trajectories that write an address the customer stated. */
 export function addressDrillRecords(experts: readonly TrajectoryRecord[], options: AddressDrillOptions): TrajectoryRecord[] {
   if (!(Number.isInteger(options.documents) && options.documents >= 1)) throw new RangeError(`addressDrill: documents must be a positive integer, got ${options.documents}`);
@@ -105,7 +77,7 @@ export function addressDrillRecords(experts: readonly TrajectoryRecord[], option
   const out: TrajectoryRecord[] = [];
   for (let d = 0; d < options.documents; d++) {
     const p = rng.pick(prefixes);
-    out.push({ taskId: `address_drill_${d}`, messages: swap(p.messages, p.address, freshAddress(rng, p.address)) });
+    out.push({ taskId: `address_drill_${d}`, messages: swapAddress(p.messages, p.address, freshAddress(rng, p.address)) });
   }
   return out;
 }

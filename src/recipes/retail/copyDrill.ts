@@ -16,7 +16,7 @@
  * packed with the expert trajectories like any other document. Deterministic for a seed.
  */
 import { join } from 'node:path';
-import { Rng } from '../../engine/random.ts';
+import { Mulberry32Rng } from '../../engine/random.ts';
 import { FIRST_NAMES, LAST_NAMES } from '../../domains/retail/synth/catalog-data.ts';
 import type { Tokenizer } from '../../llm/index.ts';
 import type { GptOssModel } from '../../model/model.ts';
@@ -32,7 +32,7 @@ export interface CopyDrillOptions {
    * Share of the listed ids that are people rather than numbers: an email (`nora.jackson5298@example.com`), a user id
    * (`nora_jackson_5298`) or a name (`Nora Jackson`), from the synthetic retail world's name lists. Names are
    * whole-word tokens that the numeric drill never trains, and a wrong one fails the identity check every write task
-   * starts with. Default 0 (numeric ids only, the same documents as before the option existed).
+   * starts with. Default 0 (numeric ids only).
    */
   people?: number;
 }
@@ -47,7 +47,7 @@ const SHAPES: { prefix: string; digits: [number, number] }[] = [
   { prefix: '', digits: [4, 6] },
 ];
 
-function randomPerson(rng: Rng): string {
+function randomPerson(rng: Mulberry32Rng): string {
   const first = FIRST_NAMES[rng.int(FIRST_NAMES.length)], last = LAST_NAMES[rng.int(LAST_NAMES.length)];
   const shape = rng.int(3);
   if (shape === 2) return `${first} ${last}`;
@@ -56,7 +56,7 @@ function randomPerson(rng: Rng): string {
   return shape === 0 ? `${first}.${last}${digits}@example.com`.toLowerCase() : `${first}_${last}_${digits}`.toLowerCase();
 }
 
-function randomId(rng: Rng, people: number): string {
+function randomId(rng: Mulberry32Rng, people: number): string {
   if (people > 0 && rng.next() < people) return randomPerson(rng);
   const shape = SHAPES[rng.int(SHAPES.length)];
   const n = shape.digits[0] + rng.int(shape.digits[1] - shape.digits[0] + 1);
@@ -66,7 +66,7 @@ function randomId(rng: Rng, people: number): string {
 }
 
 /** One drill document as text, with the character offset where the trained part (the repetition) starts. */
-export function copyDrillText(rng: Rng, ids: [number, number] = [4, 12], people = 0): { text: string; trainedFrom: number } {
+export function copyDrillText(rng: Mulberry32Rng, ids: [number, number] = [4, 12], people = 0): { text: string; trainedFrom: number } {
   const k = ids[0] + rng.int(ids[1] - ids[0] + 1);
   const listed = Array.from({ length: k }, () => randomId(rng, people));
   const order = listed.map((_, i) => i);
@@ -95,7 +95,7 @@ export function copyDrillDocuments(tokenizer: Tokenizer, options: CopyDrillOptio
   if (!(Number.isInteger(ids[0]) && Number.isInteger(ids[1]) && ids[0] >= 1 && ids[1] >= ids[0])) throw new RangeError(`copyDrill: ids must be [min, max] with 1 ≤ min ≤ max, got ${JSON.stringify(ids)}`);
   const people = options.people ?? 0;
   if (!(people >= 0 && people <= 1)) throw new RangeError(`copyDrill: people must be a share in [0, 1], got ${options.people}`);
-  const rng = new Rng(options.seed ?? 0);
+  const rng = new Mulberry32Rng(options.seed ?? 0);
   const docs: SftDocument[] = [];
   for (let d = 0; d < options.documents; d++) {
     const { text, trainedFrom } = copyDrillText(rng, ids, people);

@@ -28,12 +28,12 @@ import { TASK_FAMILIES } from '../../domains/retail/synth/scenario.ts';
 import { generateTaskSet } from '../../domains/retail/synth/taskset.ts';
 import { ScriptedRetailUser } from '../../domains/retail/synth/user-sim.ts';
 import { DEFAULT_WORLD_SIZES } from '../../domains/retail/synth/world.ts';
-import { Rng } from '../../engine/random.ts';
+import { Mulberry32Rng } from '../../engine/random.ts';
 import type { ChatFormat, Tokenizer, ToolSpec } from '../../llm/index.ts';
 import { packDocuments, type PackedRow, type SftDocument } from '../../rl/packing.ts';
 import type { SftSource, SftStepData } from '../../rl/sft.ts';
 import { buildSftDocuments, TrajectoryRecordSchema, type TrajectoryRecord } from '../../rl/sftData.ts';
-import { writeDrillRecords } from './addressDrill.ts';
+import { writeDrillRecords } from './writeDrill.ts';
 import { copyDrillDocuments } from './copyDrill.ts';
 import { identityDrillRecords } from './identityDrill.ts';
 import { policyText } from './prepare.ts';
@@ -70,7 +70,7 @@ export const RetailStreamSchema = z.object({
   identityDrill: z.object({ share: z.number().min(0).lt(1) }).strict().optional(),
   /**
    * The step's writing expert conversations cut after their first write call, fresh addresses in address writes
-   * (src/recipes/retail/addressDrill.ts, writeDrillRecords), filling `share` of the budget: the write decision.
+   * (src/recipes/retail/writeDrill.ts), filling `share` of the budget: the write decision.
    */
   writeDrill: z.object({ share: z.number().min(0).lt(1) }).strict().optional(),
   /** World seeds the stream must never generate (the run's validation and test worlds). */
@@ -208,7 +208,7 @@ export class RetailStream implements SftSource {
     ];
     recordDrills.forEach((drill, i) => {
       if (drill.share <= 0) return;
-      const rng = new Rng(hash32(this.spec.seed, 0xd2 + i, step));
+      const rng = new Mulberry32Rng(hash32(this.spec.seed, 0xd2 + i, step));
       let tokens = 0;
       for (let round = 0; tokens < drill.share * budget && round < 256; round++) {
         let made: SftDocument[];
@@ -231,7 +231,7 @@ export class RetailStream implements SftSource {
     });
     if (this.spec.copyDrill && this.spec.copyDrill.share > 0) {
       const cd = this.spec.copyDrill;
-      const rng = new Rng(hash32(this.spec.seed, 0xd1, step));
+      const rng = new Mulberry32Rng(hash32(this.spec.seed, 0xd1, step));
       const start = stats.drillTokens;
       while (stats.drillTokens - start < cd.share * budget) {
         const batch = copyDrillDocuments(tokenizer, { documents: 16, seed: rng.int(2 ** 31), ids: cd.ids, people: cd.people }).filter((d) => d.tokens.length <= seqLen);

@@ -6,7 +6,8 @@
  * - `forwardBackward`/`forward`: datums in Tinker's JSON form (`encoded_text` chunks, `TensorData` loss inputs),
  *   checked here first (shapes, finite values, the loss's required inputs, `loss_fn_config`) so a bad datum fails
  *   before it costs a request; the client chunks large batches. The per-datum `logprobs` outputs come back as
- *   Float32Arrays, `loss:sum` and the server's other metrics as they are.
+ *   Float32Arrays, `loss:sum` and the server's other metrics as they are (a server that reports no `loss:sum` gets
+ *   it summed from its per-token `elementwise_loss`, else recomputed from the log-probs).
  * - `optimStep`: `optim_step` with the Adam parameters (learning rate, betas, eps, decoupled weight decay, global
  *   grad-norm clip).
  * - `sample`: through a sampling session on weights saved with `save_weights_for_sampler`. The session is made
@@ -18,7 +19,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { LOSS_FNS, validateDatum, validateLossConfig, type AdamParams, type Datum, type ForwardBackwardResult, type LossConfig, type LossFn, type SampledSequence, type SampleParams, type TrainingBackend } from '../backend.ts';
+import { LOSS_FNS, tinkerLoss, validateDatum, validateLossConfig, type AdamParams, type Datum, type ForwardBackwardResult, type LossConfig, type LossFn, type SampledSequence, type SampleParams, type TrainingBackend } from '../backend.ts';
 import { TinkerClient, TinkerError, type ForwardBackwardOutput, type TensorData, type TinkerClientOptions, type TinkerLora, type TinkerSamplingClient, type TinkerTrainingClient, type WireDatum } from './client.ts';
 
 export interface TinkerBackendOptions extends TinkerClientOptions {
@@ -44,7 +45,7 @@ export function toWireDatum(d: Datum): WireDatum {
   return { model_input: { chunks: [{ type: 'encoded_text', tokens: Array.from(d.tokens) }] }, loss_fn_inputs: inputs };
 }
 
-/** A checkpoint name the Tinker API accepts, from the last two parts of a local folder (`…/step_3/policy` → `step_3-policy`). */
+/** A checkpoint name the Tinker API accepts, from the last two parts of a local folder (`…/step-00000003/policy` → `step-00000003-policy`). */
 export function checkpointName(dir: string): string {
   const abs = resolve(dir);
   const name = `${basename(dirname(abs))}-${basename(abs)}`.replace(/[^A-Za-z0-9_.-]/g, '_').replace(/^[.]+/, '').slice(-200);
@@ -80,7 +81,7 @@ export class TinkerBackend implements TrainingBackend {
     return data.map(toWireDatum);
   }
 
-  private result(out: ForwardBackwardOutput, data: readonly Datum[]): ForwardBackwardResult {
+  private result(out: ForwardBackwardOutput, data: readonly Datum[], lossFn: LossFn, config: LossConfig | undefined): ForwardBackwardResult {
     const logprobs = out.loss_fn_outputs.map((o, k) => {
       const lp = o.logprobs;
       if (!lp || !Array.isArray(lp.data) || lp.data.length !== data[k].tokens.length) {
@@ -88,15 +89,25 @@ export class TinkerBackend implements TrainingBackend {
       }
       return Float32Array.from(lp.data);
     });
-    return { logprobs, metrics: { ...out.metrics } };
+    const metrics = { ...out.metrics };
+    if (typeof metrics['loss:sum'] !== 'number') {
+      // A server that reports no `loss:sum` (SkyRL tx 0.3 answers per-token `elementwise_loss` only): its sum, else
+      // the loss recomputed here from the returned log-probs with the same formulas (backend.ts, tinkerLoss).
+      metrics['loss:sum'] = out.loss_fn_outputs.reduce((sum, o, k) => {
+        const e = o.elementwise_loss;
+        if (e && Array.isArray(e.data) && e.data.length === logprobs[k].length) return sum + e.data.reduce((a, b) => a + b, 0);
+        return sum + tinkerLoss(lossFn, logprobs[k], data[k].lossInputs, config).loss;
+      }, 0);
+    }
+    return { logprobs, metrics };
   }
 
   async forwardBackward(data: readonly Datum[], lossFn: LossFn, config?: LossConfig): Promise<ForwardBackwardResult> {
-    return this.result(await this.training.forwardBackward(this.check(data, lossFn, config), lossFn, config), data);
+    return this.result(await this.training.forwardBackward(this.check(data, lossFn, config), lossFn, config), data, lossFn, config);
   }
 
   async forward(data: readonly Datum[], lossFn: LossFn, config?: LossConfig): Promise<ForwardBackwardResult> {
-    return this.result(await this.training.forward(this.check(data, lossFn, config), lossFn, config), data);
+    return this.result(await this.training.forward(this.check(data, lossFn, config), lossFn, config), data, lossFn, config);
   }
 
   async optimStep(adam: AdamParams): Promise<{ metrics: Record<string, number> }> {

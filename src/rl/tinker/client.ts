@@ -266,7 +266,14 @@ export class TinkerClient {
   /** Handshake (`client/config`, the JWT exchange when asked for), `create_session`, heartbeats. */
   static async connect(options: TinkerClientOptions = {}): Promise<TinkerClient> {
     const c = new TinkerClient(options);
-    const config = await c.post('/api/v1/client/config', { sdk_version: TINKER_SDK_PROTOCOL });
+    let config: unknown = {};
+    try {
+      config = await c.post('/api/v1/client/config', { sdk_version: TINKER_SDK_PROTOCOL });
+    } catch (e) {
+      // Servers older than the endpoint (SkyRL tx 0.3) have no feature flags to give: go on with none.
+      if (!(e instanceof TinkerError && e.status === 404)) throw e;
+      c.log(`tinker: ${c.baseUrl} has no /api/v1/client/config; going on without server feature flags`);
+    }
     c.serverConfig = isObj(config) ? config : {};
     if (c.serverConfig.proto_write_fwdbwd === true) c.log(`tinker: ${c.baseUrl} prefers protobuf forward_backward bodies (SDK ≥ 0.25); this client sends JSON, as SDK ${TINKER_SDK_PROTOCOL} does`);
     if (c.serverConfig.pjwt_auth_enabled === true) {

@@ -21,7 +21,7 @@ import { basename, join } from 'node:path';
 export const MAX_FILE_BYTES = 256 * 1024 * 1024;
 
 /** Folders discovery does not enter: weights, optimizer state and data, never run output the page shows. */
-const SKIP_DIRS = /^(checkpoints|step_\d+|model|policy|data|node_modules|\..*)$/;
+const SKIP_DIRS = /^(checkpoints|step-\d{8}|step_\d+|model|policy|data|node_modules|\..*)$/;
 const MAX_DEPTH = 3;
 /** Entries looked at per folder (a folder of thousands of files is not a run folder). */
 const MAX_ENTRIES = 2000;

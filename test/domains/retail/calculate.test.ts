@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PyError, pythonCalculate } from '../../../src/domains/retail/calculate.ts';
-import { exactPowInt, nearestPow } from '../../../src/domains/retail/bigfloat.ts';
-import { pyFloatRepr } from '../../../src/domains/retail/pyjson.ts';
+import { exactPowInt, nearestPow } from '../../../src/tooluse/python/bigfloat.ts';
+import { pyFloatRepr } from '../../../src/tooluse/python/pyjson.ts';
 
 /** Expected texts were produced by CPython 3.10–3.13 (identical there) running `str(round(float(eval(e)), 2))`. */
 const OK: [string, string][] = [

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PLACES, STREET_NAMES } from '../../../src/domains/retail/synth/catalog-data.ts';
 import { renderAddress } from '../../../src/domains/retail/synth/protocol.ts';
-import { addressDrillRecords, addressPrefix, writeDrillRecords } from '../../../src/recipes/retail/addressDrill.ts';
+import { addressDrillRecords, addressPrefix } from '../../../src/recipes/retail/addressDrill.ts';
+import { writeDrillRecords } from '../../../src/recipes/retail/writeDrill.ts';
 import { parseRunFile } from '../../../src/recipes/trainSetup.ts';
 import type { TrajectoryRecord } from '../../../src/rl/sftData.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Rng } from '../../../src/engine/random.ts';
+import { Mulberry32Rng } from '../../../src/engine/random.ts';
 import { BpeTokenizer } from '../../../src/llm/bpe.ts';
 import { trainBpeModel } from '../../../src/llm/bpeTrain.ts';
 import { SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../../../src/llm/pretokenize.ts';
@@ -12,7 +12,7 @@ const tokenizer = new BpeTokenizer(trainBpeModel('ids: #W4615687, credit_card_20
 }));
 
 test('copy drill text: the repetition is a subset of the listed ids, each id in a retail shape', () => {
-  const rng = new Rng(3);
+  const rng = new Mulberry32Rng(3);
   for (let i = 0; i < 200; i++) {
     const { text, trainedFrom } = copyDrillText(rng, [2, 6]);
     const m = /^ids: (.*)\nagain: (.*)\n$/.exec(text);
@@ -32,7 +32,7 @@ test('copy drill people: emails, user ids and names from the retail name lists; 
   const first = new Set(FIRST_NAMES), last = new Set(LAST_NAMES);
   const lower = (xs: Set<string>) => new Set([...xs].map((x) => x.toLowerCase()));
   const firstLow = lower(first), lastLow = lower(last);
-  const rng = new Rng(4);
+  const rng = new Mulberry32Rng(4);
   const shapes = { email: 0, userId: 0, name: 0 };
   for (let i = 0; i < 300; i++) {
     const { text } = copyDrillText(rng, [2, 6], 1);
@@ -48,7 +48,7 @@ test('copy drill people: emails, user ids and names from the retail name lists; 
   }
   assert.ok(shapes.email > 100 && shapes.userId > 100 && shapes.name > 100, JSON.stringify(shapes));
   // A share of 0 draws nothing extra: the same documents as the numeric drill.
-  const a = new Rng(9), b = new Rng(9);
+  const a = new Mulberry32Rng(9), b = new Mulberry32Rng(9);
   for (let i = 0; i < 50; i++) assert.deepEqual(copyDrillText(a, [2, 8], 0), copyDrillText(b, [2, 8]));
   // A mixed share lists both kinds.
   const mixed = copyDrillDocuments(tokenizer, { documents: 200, seed: 2, people: 0.5 }).map((d) => tokenizer.decode([...d.tokens])).join('');
@@ -63,7 +63,7 @@ test('copy drill documents: deterministic, loss exactly on the repetition tokens
   const c = copyDrillDocuments(tokenizer, { documents: 30, seed: 6 });
   assert.deepEqual(a, b);
   assert.notDeepEqual(a, c);
-  const rng = new Rng(5);
+  const rng = new Mulberry32Rng(5);
   for (const d of a) {
     const { text, trainedFrom } = copyDrillText(rng);
     assert.equal(tokenizer.decode([...d.tokens]), text);

@@ -106,7 +106,7 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       await assert.rejects(buildRun(file({ trainFamilies: chosen }, 'toy')), /retail-synth only/);
 
       // The SFT documents: expert conversations, then copy-drill documents, then identity-drill conversations.
-      const { sftDocuments } = await import('../../../src/cli/train.ts');
+      const { sftDocuments } = await import('../../../src/recipes/sftDocuments.ts');
       const withSft = parseRunFile({
         task: 'retail-synth', taskOptions: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact' },
         policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: a.tokenizer, format: 'harmony' },

@@ -4,7 +4,7 @@
  */
 import type { DeepReadonly, Order, RetailTables } from '../schema.ts';
 import { ORDER_FIELDS } from '../schema.ts';
-import { pyJsonDumps } from '../pyjson.ts';
+import { pyJsonDumps } from '../../../tooluse/python/pyjson.ts';
 
 const OPTIONAL_ORDER_FIELDS = new Set<string>(ORDER_FIELDS.slice(ORDER_FIELDS.indexOf('cancel_reason')));
 

@@ -3,7 +3,7 @@
  * users with 1–4 payment methods, orders in every status whose items match catalog variants exactly, one fulfillment
  * with one tracking id for every non-pending order, payment history by status, every number a float.
  */
-import { pyRound } from '../pyjson.ts';
+import { pyRound } from '../../../tooluse/python/pyjson.ts';
 import type { Address, Order, OrderItem, OrderStatus, PaymentMethod, Product, RetailTables, User, Variant } from '../schema.ts';
 import { CARD_BRANDS, FIRST_NAMES, LAST_NAMES, PLACES, PRODUCT_TEMPLATES, STREET_NAMES, type ProductTemplate } from './catalog-data.ts';
 import { IdFactory } from './ids.ts';

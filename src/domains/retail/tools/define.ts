@@ -7,7 +7,7 @@
 import { ToolError, type Json, type Tool, type ToolKind } from '../../../tooluse/types.ts';
 import type { RetailDb } from '../db.ts';
 import { PyError } from '../calculate.ts';
-import { pyJsonDumps } from '../pyjson.ts';
+import { pyJsonDumps } from '../../../tooluse/python/pyjson.ts';
 
 export interface ParamSpec {
   name: string;

@@ -2,7 +2,7 @@
 import { ToolError, type Tool } from '../../../tooluse/types.ts';
 import type { RetailDb } from '../db.ts';
 import { pythonCalculate } from '../calculate.ts';
-import { pyIter, pyTypeName } from '../pyvalue.ts';
+import { pyIter, pyTypeName } from '../../../tooluse/python/pyvalue.ts';
 import { defineTool } from './define.ts';
 
 const ALLOWED_CHARS = '0123456789+-*/(). ';

@@ -5,7 +5,7 @@
 import { ToolError } from '../../../tooluse/types.ts';
 import type { RetailDb, ReadonlyOrder, ReadonlyProduct, ReadonlyUser } from '../db.ts';
 import { ADDRESS_FIELDS, type Address, type DeepReadonly, type PaymentMethod, type Variant } from '../schema.ts';
-import { assertHashable, dictGet, pyCount, pyIter, pyRepr, pyStr, pyTypeName } from '../pyvalue.ts';
+import { assertHashable, dictGet, pyCount, pyIter, pyRepr, pyStr, pyTypeName } from '../../../tooluse/python/pyvalue.ts';
 
 /** Options shared by every retail tool. */
 export interface RetailToolOptions {

@@ -1,8 +1,8 @@
 /** Write tools that modify a pending order (address, items, payment) or a user's default address. */
 import { ToolError, type Tool } from '../../../tooluse/types.ts';
 import type { RetailDb, ReadonlyOrder } from '../db.ts';
-import { pyRound } from '../pyjson.ts';
-import { pyEquals, pyIter, pyLen } from '../pyvalue.ts';
+import { pyRound } from '../../../tooluse/python/pyjson.ts';
+import { pyEquals, pyIter, pyLen } from '../../../tooluse/python/pyvalue.ts';
 import type { DeepReadonly, Variant } from '../schema.ts';
 import { defineTool } from './define.ts';
 import {

@@ -1,8 +1,8 @@
 /** Write tools on whole orders: cancel a pending order, exchange or return items of a delivered one. */
 import { ToolError, type Tool } from '../../../tooluse/types.ts';
 import type { RetailDb } from '../db.ts';
-import { pyRound } from '../pyjson.ts';
-import { assertHashable, pyIter, pyLen, pySortedStrings } from '../pyvalue.ts';
+import { pyRound } from '../../../tooluse/python/pyjson.ts';
+import { assertHashable, pyIter, pyLen, pySortedStrings } from '../../../tooluse/python/pyvalue.ts';
 import type { OrderPayment } from '../schema.ts';
 import { defineTool } from './define.ts';
 import {

@@ -1,8 +1,8 @@
 /** The read-only retail tools: user lookups, order/product/item/user details and the product type list. */
 import { ToolError, type Tool } from '../../../tooluse/types.ts';
 import type { RetailBase, RetailDb, ReadonlyUser } from '../db.ts';
-import { pyJsonDumps } from '../pyjson.ts';
-import { pyLower } from '../pyvalue.ts';
+import { pyJsonDumps } from '../../../tooluse/python/pyjson.ts';
+import { pyLower } from '../../../tooluse/python/pyvalue.ts';
 import { defineTool, type ParamSpec } from './define.ts';
 import { getItem, getOrder, getProduct, getUser } from './lookups.ts';
 import { ORDER_ID_PARAM } from './params.ts';

@@ -2,14 +2,16 @@
  * The toy tool-use task for CI-sized GRPO runs: the user names a task cue (`cue_k`); the agent must call the right
  * tool with the right argument (task k wants `solution(k)`), read the
  * tool's answer, then end with a plain message. Reward 1 iff every tool call was correct, at least one was made,
- * and the agent then finished with text; otherwise 0. Same action/observation shape as `ToolUseEnv`.
+ * and the agent then finished with text; otherwise 0. Same action/observation shape as `ToolUseEnv`, so the agent
+ * loop (src/rollout/agentLoop.ts, `AgentEnv`) plays it as it plays retail. The policies, chat format and wiring that
+ * train on it are in src/recipes/toy/.
  */
 import type { Info, ResetOptions } from '../../gym/types.ts';
+import type { RewardInfo } from '../../tooluse/evaluator.ts';
 import type { AgentTurn } from '../../tooluse/orchestrator.ts';
 import type { Message } from '../../tooluse/messages.ts';
 import type { ToolSchema } from '../../tooluse/types.ts';
-import { Rng } from '../../gym/rng.ts';
-import type { AgentEnv } from '../../rollout/agentLoop.ts';
+import { XoshiroRng } from '../../gym/rng.ts';
 
 export const TOY_TOOLS = ['tool_a', 'tool_b', 'tool_c'] as const;
 export const TOY_ARGS = 3;
@@ -33,13 +35,13 @@ const schema = (name: string): ToolSchema => ({
   function: { name, description: `toy tool ${name}`, parameters: { type: 'object', properties: { x: { type: 'integer' } }, required: ['x'] } },
 });
 
-export class ToyToolEnv implements AgentEnv {
+export class ToyToolEnv {
   readonly tools: ToolSchema[] = TOY_TOOLS.map(schema);
   private task = -1;
   private calls = 0;
   private wrong = 0;
   private steps = 0;
-  private rng = new Rng(0);
+  private rng = new XoshiroRng(0);
 
   constructor(private readonly options: { tasks?: readonly number[]; maxSteps?: number } = {}) {}
 
@@ -48,7 +50,7 @@ export class ToyToolEnv implements AgentEnv {
   }
 
   async reset(options: ResetOptions = {}): Promise<[{ messages: Message[] }, Info]> {
-    if (options.seed !== undefined && options.seed !== null) this.rng = new Rng(options.seed);
+    if (options.seed !== undefined && options.seed !== null) this.rng = new XoshiroRng(options.seed);
     const tasks = this.options.tasks ?? Array.from({ length: TOY_TASKS }, (_, k) => k);
     const id = options.options?.taskId;
     if (id !== undefined) {
@@ -80,6 +82,11 @@ export class ToyToolEnv implements AgentEnv {
       return [{ messages }, 0, false, truncated, this.info()];
     }
     const reward = this.calls > 0 && this.wrong === 0 ? 1 : 0;
-    return [{ messages: [] }, reward, true, false, this.info({ rewardInfo: { reward, calls: this.calls, wrong: this.wrong } })];
+    // τ²'s shape, as the tool-use envs report it: the toy task has no DB, gold actions or assertions to check.
+    const rewardInfo: RewardInfo = {
+      reward, rewardBasis: null, rewardBreakdown: {}, dbCheck: null, actionChecks: null, communicateChecks: null, nlAssertions: null,
+      info: { calls: this.calls, wrong: this.wrong },
+    };
+    return [{ messages: [] }, reward, true, false, this.info({ rewardInfo })];
   }
 }

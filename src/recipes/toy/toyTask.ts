@@ -4,7 +4,7 @@
  * so RL has to learn which tool and argument each task cue wants.
  */
 import { ToyChatFormat, WordTokenizer } from './toyFormat.ts';
-import { TOY_ARGS, TOY_TOOLS, ToyToolEnv, toyWords } from './toyEnv.ts';
+import { TOY_ARGS, TOY_TOOLS, ToyToolEnv, toyWords } from '../../domains/toy/toyEnv.ts';
 import { TabularEngine, TabularPolicy } from './tabularPolicy.ts';
 
 export interface ToySetupOptions {

@@ -5,7 +5,7 @@
  *
  * JSON numbers: `JSON.parse` loses the int/float distinction, so an integral number is treated as a Python int.
  */
-import { ToolError } from '../../tooluse/types.ts';
+import { ToolError } from '../types.ts';
 import { compareCodePoints, pyFloatRepr } from './pyjson.ts';
 
 /** A JSON number that Python's `json.loads` reads as a float although it is integral (e.g. `1.0`). */

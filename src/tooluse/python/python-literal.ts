@@ -1,7 +1,7 @@
 /**
  * The small subset of Python literal syntax that τ²'s gym accepts in functional tool calls `name(k='v', n=1)`:
- * strings, numbers, True/False/None, lists, tuples, dicts, unary +/- and bare names (read as strings). Also `pyRepr`,
- * Python's repr of JSON-like values, for rendering tool calls the same way.
+ * strings, numbers, True/False/None, lists, tuples, dicts, unary +/- and bare names (read as strings). Rendering
+ * values back the same way is `pyRepr` (pyvalue.ts).
  */
 
 export class PythonLiteralError extends Error {}
@@ -180,42 +180,4 @@ export function parsePythonKeywordArgs(src: string): Record<string, unknown> {
     p.skipWs();
   }
   return args;
-}
-
-function reprString(s: string): string {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of s) {
-    const code = ch.codePointAt(0)!;
-    if (ch === '\\') out += '\\\\';
-    else if (ch === quote) out += `\\${quote}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (ch === '\t') out += '\\t';
-    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
-    else out += ch;
-  }
-  return out + quote;
-}
-
-function reprNumber(n: number): string {
-  if (Number.isNaN(n)) return 'nan';
-  if (!Number.isFinite(n)) return n > 0 ? 'inf' : '-inf';
-  // JSON numbers carry no int/float distinction; integers print as Python ints.
-  return String(n);
-}
-
-/** Python's repr of a JSON-like value. */
-export function pyRepr(v: unknown): string {
-  if (v === null || v === undefined) return 'None';
-  if (v === true) return 'True';
-  if (v === false) return 'False';
-  if (typeof v === 'number') return reprNumber(v);
-  if (typeof v === 'string') return reprString(v);
-  if (Array.isArray(v)) return `[${v.map(pyRepr).join(', ')}]`;
-  if (typeof v === 'object') {
-    const entries = Object.entries(v as Record<string, unknown>).map(([k, x]) => `${reprString(k)}: ${pyRepr(x)}`);
-    return `{${entries.join(', ')}}`;
-  }
-  return reprString(String(v));
 }

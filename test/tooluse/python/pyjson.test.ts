@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compareCodePoints, pyFloatRepr, pyJsonDumps, pyJsonString, pyRound } from '../../../src/domains/retail/pyjson.ts';
-import { parseOrderedJson, parsePythonJson } from '../../../src/domains/retail/ordered-json.ts';
-import { PyFloat, pyRepr, pyStr, pyTypeName } from '../../../src/domains/retail/pyvalue.ts';
+import { compareCodePoints, pyFloatRepr, pyJsonDumps, pyJsonString, pyRound } from '../../../src/tooluse/python/pyjson.ts';
+import { parseOrderedJson, parsePythonJson } from '../../../src/tooluse/python/ordered-json.ts';
+import { PyFloat, pyRepr, pyStr, pyTypeName } from '../../../src/tooluse/python/pyvalue.ts';
 
 test('pyFloatRepr matches Python repr(float)', () => {
   const cases: [number, string][] = [

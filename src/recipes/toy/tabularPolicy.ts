@@ -7,11 +7,12 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Rng } from '../../gym/rng.ts';
+import { XoshiroRng } from '../../gym/rng.ts';
 import type { Batch } from '../../rollout/batch.ts';
 import type { GenerationRequest, GenerationResult, InferenceEngine } from '../../rollout/inference.ts';
 import { validateRequest } from '../../rollout/inference.ts';
-import { batchDims, type OptimizerStepResult, type Policy, type PolicyForward, type PolicyForwardOptions } from '../policy.ts';
+import { logSumExp, softmaxEntropy } from '../../model/layers/entropy.ts';
+import { batchDims, type OptimizerStepResult, type Policy, type PolicyForward, type PolicyForwardOptions } from '../../rl/policy.ts';
 
 export interface TabularPolicyOptions {
   vocabSize: number;
@@ -79,11 +80,7 @@ export class TabularPolicy implements Policy {
   logSoftmax(key: string, temperature: number, reference = false): Float64Array {
     const z = this.logitsOf(key, reference);
     const inv = temperature > 0 ? 1 / temperature : 1;
-    let mx = -Infinity;
-    for (const x of z) mx = Math.max(mx, x * inv);
-    let s = 0;
-    for (const x of z) s += Math.exp(x * inv - mx);
-    const lse = mx + Math.log(s);
+    const lse = logSumExp(z, 0, z.length, inv);
     return z.map((x) => x * inv - lse);
   }
 
@@ -118,7 +115,7 @@ export class TabularPolicy implements Policy {
         const key = this.options.contextKey(tokens.slice(0, pos));
         const lp = this.logSoftmax(key, temperature, reference);
         logprobs[i * R + slot] = lp[tokens[pos]];
-        if (entropy) entropy[i * R + slot] = -lp.reduce((a, l) => a + Math.exp(l) * l, 0);
+        if (entropy) entropy[i * R + slot] = softmaxEntropy(lp, 0, lp.length, 0);
         row.targets.push({ key, token: tokens[pos], slot, temperature });
       }
       saved.push(row);
@@ -139,7 +136,7 @@ export class TabularPolicy implements Policy {
   }
 
   /**
-   * ∂logp(y)/∂θ_j = (1[j=y] − p_j)/T;  ∂H/∂θ_j = −p_j (log p_j + H)/T  (kl.ts entropyGradLogits, chain rule through ÷T).
+   * ∂logp(y)/∂θ_j = (1[j=y] − p_j)/T;  ∂H/∂θ_j = −p_j (log p_j + H)/T  (model/layers/entropy.ts, chain rule through ÷T).
    */
   async backward(dLogprobs: Float32Array, dEntropy?: Float32Array): Promise<void> {
     if (!this.saved || !this.savedDims) throw new Error('tabular policy: backward() needs a preceding logprobs(..., { grad: true })');
@@ -154,8 +151,7 @@ export class TabularPolicy implements Policy {
         const lp = this.logSoftmax(t.key, t.temperature);
         let g = this.grads.get(t.key);
         if (!g) this.grads.set(t.key, (g = new Float64Array(this.vocabSize)));
-        let H = 0;
-        for (const l of lp) H -= Math.exp(l) * l;
+        const H = softmaxEntropy(lp, 0, lp.length, 0);
         for (let j = 0; j < this.vocabSize; j++) {
           const p = Math.exp(lp[j]);
           g[j] += dl * ((j === t.token ? 1 : 0) - p) * inv + de * -p * (lp[j] + H) * inv;
@@ -232,7 +228,7 @@ export class TabularEngine implements InferenceEngine {
   async generate(requests: readonly GenerationRequest[]): Promise<GenerationResult[]> {
     return requests.map((r) => {
       validateRequest(r);
-      const rng = new Rng(r.seed ?? 0);
+      const rng = new XoshiroRng(r.seed ?? 0);
       const ctx = [...r.tokens];
       const tokens: number[] = [];
       const logprobs: number[] = [];
@@ -249,7 +245,7 @@ export class TabularEngine implements InferenceEngine {
   }
 }
 
-function sample(lp: Float64Array, r: GenerationRequest, rng: Rng): number {
+function sample(lp: Float64Array, r: GenerationRequest, rng: XoshiroRng): number {
   const order = Array.from(lp.keys()).sort((a, b) => lp[b] - lp[a] || a - b);
   if (r.temperature === 0) return order[0];
   let cand = order;

@@ -7,15 +7,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Rng } from '../../gym/rng.ts';
+import { XoshiroRng } from '../../gym/rng.ts';
 import type { ChatMessage } from '../../llm/index.ts';
 import { validateConfig } from '../../model/config.ts';
 import { GptOssModel } from '../../model/model.ts';
 import { createStepModelEngine } from '../../rollout/modelEngine.ts';
-import { GptOssPolicy } from '../modelPolicy.ts';
-import { runSft } from '../sft.ts';
-import { renderTrajectory } from '../sftData.ts';
-import { solution, TOY_ARGS, TOY_TASKS, TOY_TOOLS, ToyToolEnv } from './toyEnv.ts';
+import { GptOssPolicy } from '../../rl/modelPolicy.ts';
+import { runSft } from '../../rl/sft.ts';
+import { renderTrajectory } from '../../rl/sftData.ts';
+import { solution, TOY_ARGS, TOY_TASKS, TOY_TOOLS, ToyToolEnv } from '../../domains/toy/toyEnv.ts';
 import { createToySetup } from './toyTask.ts';
 
 export interface ToyTransformerOptions {
@@ -36,7 +36,7 @@ export async function createToyTransformerSetup(options: ToyTransformerOptions =
     max_position_embeddings: 128, rms_norm_eps: 1e-5, initializer_range: 0.1,
   });
   const model = new GptOssModel(config, { seed });
-  const rng = new Rng(seed);
+  const rng = new XoshiroRng(seed);
   const tools = new ToyToolEnv().tools;
   const docs = Array.from({ length: options.sftDocuments ?? 400 }, () => {
     const k = rng.integers(TOY_TASKS);
