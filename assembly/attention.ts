@@ -1,7 +1,7 @@
 // Sink-aware blockwise attention (FlashAttention-2 structure, FlexAttention block lists), float32.
 //
 // Every kernel takes (tid, nthreads, desc): `desc` points at an i32/f32 descriptor written by
-// src/attention/wasmLayout.ts (field indices below; keep the two in sync). Layouts: q, o, dO, dQ [Hq, T, d];
+// src/attention/wasm-layout.ts (field indices below; keep the two in sync). Layouts: q, o, dO, dQ [Hq, T, d];
 // k, v, dK, dV [Hkv, S, d]; lse, D [Hq, T]; sinks, dSinks [Hq]. d must be a multiple of 8.
 //
 // Forward: work items (query head, query tile) claimed dynamically by the threads (desc.COUNTER); each row starts

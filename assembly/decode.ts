@@ -1,4 +1,4 @@
-// Single-query sink attention for decode steps, against per-sequence KV caches (src/model/ops/decodeAttentionWasm.ts).
+// Single-query sink attention for decode steps, against per-sequence KV caches (src/model/ops/decode-attention-wasm.ts).
 //
 // Work items (query token t, kv head g) are claimed dynamically. Token t's descriptor, 5 i32 at table + 20·t:
 //   kPtr, vPtr — that sequence's cache [Hkv, R, d]; R — its slots (a position p lives in slot p mod R: a full

@@ -19,7 +19,7 @@ import { presetConfig } from '../src/model/config.ts';
 import { GptOssModel } from '../src/model/model.ts';
 import { readTaskSet } from '../src/domains/retail/synth/taskset.ts';
 import { conversationDefaults, prepareRetailData } from '../src/recipes/retail/prepare.ts';
-import { buildSftDocuments, readTrajectoriesJsonl } from '../src/rl/sftData.ts';
+import { buildSftDocuments, readTrajectoriesJsonl } from '../src/rl/sft-data.ts';
 
 const QUICK = process.env.LONGRUN_BENCH_QUICK === '1';
 const STEPS = QUICK ? 3 : 12;

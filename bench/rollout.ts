@@ -15,11 +15,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { validateConfig } from '../src/model/config.ts';
 import { GptOssModel } from '../src/model/model.ts';
-import { AgentLoop, type AgentEnv } from '../src/rollout/agentLoop.ts';
+import { AgentLoop, type AgentEnv } from '../src/rollout/agent-loop.ts';
 import { sampleGroups } from '../src/rollout/groups.ts';
 import type { InferenceEngine } from '../src/rollout/inference.ts';
-import { createModelEngine, createStepModelEngine } from '../src/rollout/modelEngine.ts';
-import { createToySetup } from '../src/recipes/toy/toyTask.ts';
+import { createModelEngine, createStepModelEngine } from '../src/rollout/model-engine.ts';
+import { createToySetup } from '../src/recipes/toy/toy-task.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const s = createToySetup();

@@ -20,7 +20,7 @@ import { saveModel } from '../src/model/checkpoint/index.ts';
 import { presetConfig } from '../src/model/config.ts';
 import { GptOssModel } from '../src/model/model.ts';
 import { GptOssBackend, type AdamParams, type Datum, type TrainingBackend } from '../src/rl/backend.ts';
-import { GptOssPolicy } from '../src/rl/modelPolicy.ts';
+import { GptOssPolicy } from '../src/rl/model-policy.ts';
 import { TinkerBackend, toWireDatum } from '../src/rl/tinker/backend.ts';
 import { toAdamW } from '../src/serve/trainer-server.ts';
 

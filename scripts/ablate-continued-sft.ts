@@ -15,8 +15,8 @@ import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GrpoTrainer } from '../src/rl/trainer.ts';
-import { loadGrpoRun } from '../src/recipes/loadRun.ts';
-import { sftDocuments } from '../src/recipes/sftDocuments.ts';
+import { loadGrpoRun } from '../src/recipes/load-run.ts';
+import { sftDocuments } from '../src/recipes/sft-documents.ts';
 import { runSft } from '../src/rl/sft.ts';
 
 const { values: a } = parseArgs({

@@ -10,8 +10,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadModel } from '../src/model/checkpoint/index.ts';
-import { runCopyCurriculum } from '../src/recipes/retail/copyDrill.ts';
-import { loadRun } from '../src/recipes/loadRun.ts';
+import { runCopyCurriculum } from '../src/recipes/retail/copy-drill.ts';
+import { loadRun } from '../src/recipes/load-run.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, data: { type: 'string' }, reference: { type: 'string' }, out: { type: 'string' } } });
 if (!a.config || !a.data || !a.reference || !a.out) throw new Error('usage: --config RUN.yaml --data PREPARED_DIR --reference MODEL_DIR --out DIR');

@@ -1,6 +1,6 @@
 /**
  * Copy drill on its own: trains a run config's model (fresh from its preset, or its `policy.checkpoint`) on
- * copy-drill documents only (src/recipes/retail/copyDrill.ts), 16 rows of 512 tokens per step, and prints the drill loss every
+ * copy-drill documents only (src/recipes/retail/copy-drill.ts), 16 rows of 512 tokens per step, and prints the drill loss every
  * 10 steps. A model that does not copy sits near 1.8 nats per trained token with single-digit tokens (the digits of
  * each repeated id are then uniform); one that copies goes towards the cost of choosing which id comes next.
  * `--ordered` repeats the whole list in its order instead of a shuffled subset (copying by position, not by content).
@@ -12,10 +12,10 @@
  */
 import { parseArgs } from 'node:util';
 import { Mulberry32Rng } from '../src/engine/random.ts';
-import { copyDrillDocuments, copyDrillText, DRILL_CORPUS, DRILL_SFT_DEFAULTS, drillDocument } from '../src/recipes/retail/copyDrill.ts';
+import { copyDrillDocuments, copyDrillText, DRILL_CORPUS, DRILL_SFT_DEFAULTS, drillDocument } from '../src/recipes/retail/copy-drill.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { runSft } from '../src/rl/sft.ts';
-import { loadRun } from '../src/recipes/loadRun.ts';
+import { loadRun } from '../src/recipes/load-run.ts';
 
 const { values: a } = parseArgs({
   options: { config: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string', default: '150' }, lr: { type: 'string', default: '2e-3' }, ordered: { type: 'boolean', default: false }, control: { type: 'boolean', default: false }, ids: { type: 'string', default: '4,12' }, people: { type: 'string', default: '0' } },

@@ -19,11 +19,11 @@
  *   node --import tsx scripts/copy-nll.ts --config RUN.yaml --checkpoint SFT_CHECKPOINT [--docs 8] [--address]
  */
 import { parseArgs } from 'node:util';
-import { sftDocuments } from '../src/recipes/sftDocuments.ts';
+import { sftDocuments } from '../src/recipes/sft-documents.ts';
 import { microBatchInput } from '../src/rl/packing.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } from '../src/recipes/retail/stream.ts';
-import { loadRun } from '../src/recipes/loadRun.ts';
+import { loadRun } from '../src/recipes/load-run.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false } } });
 if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N] [--address]');

@@ -10,9 +10,9 @@
  * cannot tell a gain of a few tasks from noise. `--quiet` prints only the per-episode headers and the summary.
  */
 import { parseArgs } from 'node:util';
-import { AgentLoop } from '../src/rollout/agentLoop.ts';
+import { AgentLoop } from '../src/rollout/agent-loop.ts';
 import { sampleGroups } from '../src/rollout/groups.ts';
-import { loadGrpoRun } from '../src/recipes/loadRun.ts';
+import { loadGrpoRun } from '../src/recipes/load-run.ts';
 import { computeMetrics } from '../src/tooluse/metrics.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, tasks: { type: 'string', default: '32' }, temperature: { type: 'string', default: '1' }, seed: { type: 'string', default: '7' }, samples: { type: 'string', default: '1' }, quiet: { type: 'boolean', default: false } } });

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { writeSafetensors, type TensorToWrite } from '../src/model/checkpoint/safetensors.ts';
 import type { ChatMessage, ToolSpec } from '../src/llm/messages.ts';
 import { Qwen3Format } from '../src/llm/qwen3.ts';
-import { qwen3Tokenizer, qwen3TokenizerPath } from '../src/llm/qwen3Tokenizer.ts';
+import { qwen3Tokenizer, qwen3TokenizerPath } from '../src/llm/qwen3-tokenizer.ts';
 import type { Datum, ForwardBackwardResult } from '../src/rl/backend.ts';
 import { TinkerBackend } from '../src/rl/tinker/backend.ts';
 

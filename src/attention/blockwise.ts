@@ -8,8 +8,8 @@
  * dV += Pᵀ dO, dS = P ⊙ (dO Vᵀ − D), dQ += c·dS K, dK += c·dSᵀ Q (summed over the query heads of a kv head) and
  * dσ_h = −Σ_rows exp(σ_h − L_row)·D_row.
  */
-import { localMask } from './maskEval.ts';
-import type { LocalMask } from './maskEval.ts';
+import { localMask } from './mask-eval.ts';
+import type { LocalMask } from './mask-eval.ts';
 import { expectShape, like, validateAttention } from './validate.ts';
 import type { AttentionGrads, AttentionOptions, AttentionOutput, AttentionResult, AttentionShape, FloatArray, HeadTensor } from './types.ts';
 

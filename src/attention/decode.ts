@@ -4,7 +4,7 @@
  * W keys only read the last W + n − 1 cache entries (the keys any of the n rows can see).
  */
 import { blockwiseForward } from './blockwise.ts';
-import { createBlockMask } from './blockMask.ts';
+import { createBlockMask } from './block-mask.ts';
 import type { AttentionMask } from './masks.ts';
 import type { AttentionOptions, AttentionResult, FloatArray, HeadTensor } from './types.ts';
 

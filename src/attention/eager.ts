@@ -8,7 +8,7 @@
  * blockwise paths beyond input validation and mask evaluation. The big matrices are real allocations; `hooks`
  * lets a caller account for them.
  */
-import { localMask } from './maskEval.ts';
+import { localMask } from './mask-eval.ts';
 import { expectShape, like, validateAttention } from './validate.ts';
 import type { AttentionGrads, AttentionOptions, AttentionOutput, FloatArray, HeadTensor } from './types.ts';
 

@@ -7,7 +7,7 @@
  * - sinks, dSinks: [Hq] (natural-log logits, not multiplied by the scale)
  * - lse: [Hq, T], the log-sum-exp INCLUDING the sink (−Infinity only for a row with no keys and no sink)
  */
-import type { BlockMask } from './blockMask.ts';
+import type { BlockMask } from './block-mask.ts';
 
 export type FloatArray = Float32Array | Float64Array;
 

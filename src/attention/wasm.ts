@@ -10,7 +10,7 @@ import { Tensor } from '../engine/tensor.ts';
 import { getRuntime } from '../engine/runtime.ts';
 import type { WasmRuntime } from '../engine/runtime.ts';
 import { expectShape, validateAttention } from './validate.ts';
-import { DESC_SLOTS, F, uploadBlockMask } from './wasmLayout.ts';
+import { DESC_SLOTS, F, uploadBlockMask } from './wasm-layout.ts';
 import type { AttentionOptions, AttentionShape, HeadTensor } from './types.ts';
 
 export interface FlexWasmOptions extends Omit<AttentionOptions, 'sinks'> {

@@ -6,7 +6,7 @@ import { runEval, type EvalSummary } from '../serve/eval/runner.ts';
 import { AGENT_KINDS, buildEval, USER_KINDS, type EvalCliOptions } from '../serve/eval/setup.ts';
 import { FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
 import { CHECKPOINT_ENGINES, type CheckpointEngine, withCheckpointAgent, type CheckpointAgentSettings } from '../serve/eval/checkpoint-agent.ts';
-import { agentPrompt, describePolicy, MODEL_SETTINGS_FILE, policySettingFromFlag, readModelSettings, toolsInStyle, type ModelSettings, type PolicySetting } from '../recipes/modelSettings.ts';
+import { agentPrompt, describePolicy, MODEL_SETTINGS_FILE, policySettingFromFlag, readModelSettings, toolsInStyle, type ModelSettings, type PolicySetting } from '../recipes/model-settings.ts';
 
 function int(name: string, min: number) {
   return (v: string): number => {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { exportCommand, initCommand, logprobsCommand, parseTokenList } from '../model/checkpoint/commands.ts';
 import type { StoredFloat } from '../model/checkpoint/hf.ts';
-import { shipModelSettings } from '../recipes/modelSettings.ts';
+import { shipModelSettings } from '../recipes/model-settings.ts';
 
 function count(name: string) {
   return (v: string): number => {

@@ -10,10 +10,10 @@ import { readTaskSet } from '../domains/retail/synth/taskset.ts';
 import { BpeTokenizer, createChatFormat, type ToolSpec } from '../llm/index.ts';
 import { GptOssModel, presetConfig, PRESETS } from '../model/index.ts';
 import { runSft, parseSftConfig, type SftConfigInput } from '../rl/sft.ts';
-import { buildSftDocuments, readTrajectoriesJsonl, trainSftTokenizer } from '../rl/sftData.ts';
+import { buildSftDocuments, readTrajectoriesJsonl, trainSftTokenizer } from '../rl/sft-data.ts';
 import { DONE_TOOL_SCHEMA } from '../tooluse/env.ts';
 import { agentSystemPrompt } from '../tooluse/openai.ts';
-import { readConfigFile } from '../recipes/configFile.ts';
+import { readConfigFile } from '../recipes/config-file.ts';
 
 interface SftOpts {
   data: string;

@@ -1,18 +1,18 @@
 /**
- * `longrun train --config FILE`: the optional data stage (src/recipes/retail/prepare.ts), copy curriculum (src/recipes/retail/copyDrill.ts) and
+ * `longrun train --config FILE`: the optional data stage (src/recipes/retail/prepare.ts), copy curriculum (src/recipes/retail/copy-drill.ts) and
  * SFT stage (src/rl/sft.ts), then GRPO (src/rl/trainer.ts). The file
- * format is described in src/recipes/trainSetup.ts; the GRPO section's keys in src/rl/config.ts.
+ * format is described in src/recipes/train-setup.ts; the GRPO section's keys in src/rl/config.ts.
  */
 import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { GptOssPolicy } from '../rl/modelPolicy.ts';
-import { listCheckpoints } from '../rl/sftCheckpoint.ts';
+import { GptOssPolicy } from '../rl/model-policy.ts';
+import { listCheckpoints } from '../rl/sft-checkpoint.ts';
 import { GrpoTrainer } from '../rl/trainer.ts';
 import type { TrainerConfig } from '../rl/config.ts';
-import { readConfigFile } from '../recipes/configFile.ts';
-import { sftDocuments } from '../recipes/sftDocuments.ts';
-import { buildRun, parseStagesRunFile, type BuiltRun, type RunFile } from '../recipes/trainSetup.ts';
+import { readConfigFile } from '../recipes/config-file.ts';
+import { sftDocuments } from '../recipes/sft-documents.ts';
+import { buildRun, parseStagesRunFile, type BuiltRun, type RunFile } from '../recipes/train-setup.ts';
 
 export interface TrainCommandOptions {
   config: string;
@@ -30,7 +30,7 @@ async function runCurriculumStage(run: RunFile, built: BuiltRun, print: (l: stri
     print(`curriculum: skipped, the sft stage continues from a checkpoint (${run.sft.outDir} or sft.resumeFrom)`);
     return;
   }
-  const { runCopyCurriculum } = await import('../recipes/retail/copyDrill.ts');
+  const { runCopyCurriculum } = await import('../recipes/retail/copy-drill.ts');
   print(`curriculum: ${run.curriculum.stages.map((s) => `${s.steps} steps on ${s.ids[0]}–${s.ids[1]} ids`).join(', then ')} → ${run.curriculum.outDir}`);
   await runCopyCurriculum(run.curriculum, { model: built.model, tokenizer: built.tokenizer, padId: built.deps.padId, quiet, log: print });
 }

@@ -1,9 +1,9 @@
 /** A byte-level BPE tokenizer for the tiny models trained here: train on a corpus, encode, decode, save, load. */
-import { applyMerges } from './bpeMerge.ts';
-import { trainBpeModel, type BpeTrainOptions } from './bpeTrain.ts';
-import { loadBpeModel, saveBpeModel, validateBpeModel, type BpeModel } from './bpeModel.ts';
+import { applyMerges } from './bpe-merge.ts';
+import { trainBpeModel, type BpeTrainOptions } from './bpe-train.ts';
+import { loadBpeModel, saveBpeModel, validateBpeModel, type BpeModel } from './bpe-model.ts';
 import { compilePretokenizer, pretokenize } from './pretokenize.ts';
-import { splitOnSpecials } from './specialTokens.ts';
+import { splitOnSpecials } from './special-tokens.ts';
 import {
   concatBytes,
   utf8,
@@ -11,8 +11,8 @@ import {
   ByteLevelTokenizer,
 } from './tokenizer.ts';
 
-export type { BpeTrainOptions } from './bpeTrain.ts';
-export type { BpeModel } from './bpeModel.ts';
+export type { BpeTrainOptions } from './bpe-train.ts';
+export type { BpeModel } from './bpe-model.ts';
 
 const WORD_CACHE_LIMIT = 200_000;
 const CACHED_WORD_LENGTH = 128;

@@ -1,5 +1,5 @@
 /** Picks a chat format by config name. */
-import type { ChatFormat } from './chatFormat.ts';
+import type { ChatFormat } from './chat-format.ts';
 import { HarmonyFormat, type HarmonyOptions } from './harmony.ts';
 import { HermesFormat, type HermesOptions } from './hermes.ts';
 import { Qwen3Format } from './qwen3.ts';

@@ -12,13 +12,13 @@
  *   with `<|end|>`), so a session's tokens equal `render()` of its messages except for that one token;
  * - tool results are written raw, not JSON-quoted as the template's `tojson` does (the harmony docs write them raw).
  */
-import { type ChatFormat, type CompletionParse, type ConversationStart } from './chatFormat.ts';
-import { HarmonyStreamParser } from './harmonyParser.ts';
-import { renderFunctionsNamespace } from './harmonyTools.ts';
+import { type ChatFormat, type CompletionParse, type ConversationStart } from './chat-format.ts';
+import { HarmonyStreamParser } from './harmony-parser.ts';
+import { renderFunctionsNamespace } from './harmony-tools.ts';
 import { toolNameOf, type ChatMessage, type ToolSpec } from './messages.ts';
 import { encodeSegments, special, text, type Segment } from './segments.ts';
 import { RenderedFormat, type FormatRenderer } from './session.ts';
-import { HARMONY } from './specialTokens.ts';
+import { HARMONY } from './special-tokens.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
 export type ReasoningEffort = 'low' | 'medium' | 'high';

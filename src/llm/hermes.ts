@@ -5,13 +5,13 @@
  * one turn, as Qwen renders them) or, with `toolResponseRole: 'tool'`, one `tool` turn each (Hermes 2 Pro style).
  * Reasoning renders as a leading `<think>\n…\n</think>\n\n` block.
  */
-import type { ChatFormat, CompletionParse, ConversationStart } from './chatFormat.ts';
-import { HermesStreamParser } from './hermesParser.ts';
+import type { ChatFormat, CompletionParse, ConversationStart } from './chat-format.ts';
+import { HermesStreamParser } from './hermes-parser.ts';
 import type { ChatMessage, ToolSpec } from './messages.ts';
-import { pythonJson } from './pythonJson.ts';
+import { pythonJson } from './python-json.ts';
 import { encodeSegments, special, text, type Segment } from './segments.ts';
 import { RenderedFormat, type FormatRenderer } from './session.ts';
-import { CHATML, HARMONY } from './specialTokens.ts';
+import { CHATML, HARMONY } from './special-tokens.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
 export interface HermesOptions {

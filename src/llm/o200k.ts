@@ -5,8 +5,8 @@
  */
 import harmonyEncoding from 'gpt-tokenizer/encoding/o200k_harmony';
 import rankTable from 'gpt-tokenizer/bpeRanks/o200k_base';
-import { GPT_OSS_EOS, HARMONY } from './specialTokens.ts';
-import { splitOnSpecials } from './specialTokens.ts';
+import { GPT_OSS_EOS, HARMONY } from './special-tokens.ts';
+import { splitOnSpecials } from './special-tokens.ts';
 import {
   utf8,
   type EncodeOptions,

@@ -26,14 +26,14 @@
  * A message with `reasoning` renders it as a second think block after the empty one, which is what a model that
  * wrote `<think>…</think>` anyway sampled, and what the parser reads back as reasoning.
  */
-import type { ChatFormat, CompletionParse, ConversationStart } from './chatFormat.ts';
+import type { ChatFormat, CompletionParse, ConversationStart } from './chat-format.ts';
 import { hermesToolsPrompt } from './hermes.ts';
-import { HermesStreamParser } from './hermesParser.ts';
+import { HermesStreamParser } from './hermes-parser.ts';
 import type { ChatMessage, ToolSpec } from './messages.ts';
-import { pythonJson } from './pythonJson.ts';
+import { pythonJson } from './python-json.ts';
 import { encodeSegments, special, text, type Segment } from './segments.ts';
 import { RenderedFormat, type FormatRenderer } from './session.ts';
-import { CHATML, HARMONY, splitOnSpecials } from './specialTokens.ts';
+import { CHATML, HARMONY, splitOnSpecials } from './special-tokens.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
 /** The template's tag tokens (added tokens of the Qwen3 tokenizer, not marked special there). */

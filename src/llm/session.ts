@@ -2,7 +2,7 @@
  * The incremental session shared by the chat formats. A format supplies a renderer (messages → segments) and a
  * completion parser; the session keeps the running token list and only ever appends to it.
  */
-import { parsedToMessage, type ChatSession, type CompletionParse, type ConversationStart, type RenderOptions } from './chatFormat.ts';
+import { parsedToMessage, type ChatSession, type CompletionParse, type ConversationStart, type RenderOptions } from './chat-format.ts';
 import type { ChatMessage } from './messages.ts';
 import { encodeSegments, segmentsToText, type Segment } from './segments.ts';
 import type { Tokenizer } from './tokenizer.ts';

@@ -17,8 +17,8 @@ import { denseMlpForward, disposeDenseMlpSaved } from './layers/mlp.ts';
 import { disposeMoeSaved, moeForward } from './layers/moe.ts';
 import { LayerKvCache } from './kvcache.ts';
 import type { GptOssModel } from './model.ts';
-import { decodeAttentionOne } from './ops/decodeAttention.ts';
-import { decodeAttentionWasm } from './ops/decodeAttentionWasm.ts';
+import { decodeAttentionOne } from './ops/decode-attention.ts';
+import { decodeAttentionWasm } from './ops/decode-attention-wasm.ts';
 import { sampleToken, validateSampling, type SamplingOptions } from './sampling.ts';
 
 export interface GenerateOptions extends SamplingOptions {

@@ -3,7 +3,7 @@
  * tokens). Sliding-window layers keep a ring ([Hkv, R, d], position p in slot p mod R) of R = W + slack slots: the
  * slack lets a decode step append several tokens of one sequence before attending (token i of a chunk of c still
  * finds its whole window when R ≥ W + c − 1). Keys are stored after RoPE. Storage is engine tensors under the tag
- * 'model.kvcache', in Wasm memory for the Wasm kernels (ops/decodeAttentionWasm.ts), JS memory otherwise.
+ * 'model.kvcache', in Wasm memory for the Wasm kernels (ops/decode-attention-wasm.ts), JS memory otherwise.
  */
 import { Tensor } from '../engine/index.ts';
 import type { StorageKind } from '../engine/index.ts';

@@ -12,7 +12,7 @@
  * Gradient checkpointing keeps only each layer's input and recomputes the layer's forward in the backward.
  */
 import { AdamW, beginMemoryScope, getBackend, Mulberry32Rng, Tensor, type MemoryScope, type ParamWithGrad, type ScopeReport } from '../engine/index.ts';
-import { createBlockMask, type BlockMask } from '../attention/blockMask.ts';
+import { createBlockMask, type BlockMask } from '../attention/block-mask.ts';
 import { layerMask, packBatch, type ModelInput, type PackedBatch } from './batch.ts';
 import type { GptOssConfig } from './config.ts';
 import { attentionBackward, attentionForward, disposeAttentionSaved, type AttentionDims, type AttentionParams, type AttentionSaved } from './layers/attention.ts';

@@ -27,8 +27,8 @@
 import { mkdirSync } from 'node:fs';
 import { clipGradNorm, globalNorm } from '../engine/index.ts';
 import type { GptOssModel } from '../model/model.ts';
-import { modelGenerateBatch } from '../rollout/modelEngine.ts';
-import type { GptOssPolicy } from './modelPolicy.ts';
+import { modelGenerateBatch } from '../rollout/model-engine.ts';
+import type { GptOssPolicy } from './model-policy.ts';
 
 export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro';
 export const LOSS_FNS: readonly LossFn[] = ['cross_entropy', 'importance_sampling', 'ppo', 'cispo', 'dro'];
@@ -191,7 +191,7 @@ export function tinkerLoss(lossFn: LossFn, lp: ArrayLike<number>, inputs: LossIn
 /**
  * `n` samples of `prompt` from a model (the seam's `sample`, in process). Sample k is one in-process engine request
  * seeded seed + k·φ (k = 0: the seed itself), so one sample through the seam is the token sequence the rollout engine
- * samples for the same request (src/rollout/modelEngine.ts).
+ * samples for the same request (src/rollout/model-engine.ts).
  */
 export async function sampleModel(model: GptOssModel, prompt: readonly number[], n: number, params: SampleParams): Promise<SampledSequence[]> {
   if (!(Number.isInteger(n) && n >= 1)) throw new Error(`sample: num_samples must be a positive integer, got ${n}`);

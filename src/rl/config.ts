@@ -2,7 +2,7 @@
  * Trainer configuration, validated with zod; the names follow verl's config keys in camelCase
  * (https://verl.readthedocs.io/en/latest/examples/config.html), and the defaults are verl's unless a comment says why
  * not. Each default is stated once, on its field: a section left out is parsed from `{}` (`prefault`). The names of
- * the estimators, losses, KL penalties and aggregations come from their registries (advantages.ts, policyLoss.ts,
+ * the estimators, losses, KL penalties and aggregations come from their registries (advantages.ts, policy-loss.ts,
  * kl.ts, aggregate.ts). Batch sizes: `trainBatchSize` and `ppoMiniBatchSize` count PROMPTS (tasks),
  * `ppoMicroBatchSize` counts TRAJECTORIES, as in verl. The formulas behind the knobs are in docs/grpo.md; knobs
  * marked "verl parity" exist so that a verl recipe translates key for key, and no committed run file uses them.
@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { ADVANTAGE_ESTIMATOR_NAMES } from './advantages.ts';
 import { LOSS_AGG_MODES } from './aggregate.ts';
 import { KL_PENALTY_TYPES } from './kl.ts';
-import { POLICY_LOSS_MODES } from './policyLoss.ts';
+import { POLICY_LOSS_MODES } from './policy-loss.ts';
 
 const klType = z.enum(KL_PENALTY_TYPES, { error: `must be one of ${KL_PENALTY_TYPES.join(', ')}` });
 
@@ -30,7 +30,7 @@ export const TrainerConfigSchema = z.object({
     /** −1 = off. verl parity. */
     topK: z.number().int().default(-1),
     /**
-     * `multi_turn.max_assistant_turns`: model turns per episode, each tool call one (src/rollout/agentLoop.ts); an
+     * `multi_turn.max_assistant_turns`: model turns per episode, each tool call one (src/rollout/agent-loop.ts); an
      * episode still running after it ends `max_turns` with reward 0. 30 leaves room for retail episodes (up to ~10
      * replies to the user plus their tool calls); watch `rollout/truncated_share`.
      */

@@ -3,7 +3,7 @@
  *
  * - `packDocuments`: first-fit-decreasing bin packing of whole documents into rows of at most `rowLen` tokens. A
  *   document is never split across rows (documents longer than a row must be truncated or dropped beforehand, see
- *   sftData.ts). Deterministic: ties in length keep the input order.
+ *   sft-data.ts). Deterministic: ties in length keep the input order.
  * - `microBatches`: rows grouped into micro-batches by a token budget. A micro-batch is a [B, T] block, T = its
  *   longest row (shorter rows are padded), and B·T ≤ budget: as many rows as fit.
  * - `microBatchInput`: the model input of one micro-batch: tokens, per-document `docIds` (attention never crosses a

@@ -23,7 +23,7 @@ import type { GptOssModel } from '../model/index.ts';
 import { saveModel } from '../model/checkpoint/index.ts';
 import { accumulationGrad, documentWeight, microBatches, microBatchInput, packDocuments, type PackedRow, type SftDocument } from './packing.ts';
 import { lrAt, type LrSchedule } from './schedule.ts';
-import { listCheckpoints, readSftCheckpoint, trainableNames, writeCheckpoint, type SftTrainerState } from './sftCheckpoint.ts';
+import { listCheckpoints, readSftCheckpoint, trainableNames, writeCheckpoint, type SftTrainerState } from './sft-checkpoint.ts';
 
 export const SftConfigSchema = z
   .object({

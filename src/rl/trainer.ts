@@ -4,7 +4,7 @@
  * of one step, each described with its formulas in docs/grpo.md ("The phases of a step"):
  *   rollout (n episodes per task, grouped by uid; DAPO's dynamic sampling when on) → rewards (the episode's score on
  *   its last response token, shaped once) → old log-probs (current weights, no grad) → reference log-probs (only
- *   with a KL term) → advantages (KL in the reward first, when on) → actor update (actorUpdate.ts: epochs ×
+ *   with a KL term) → advantages (KL in the reward first, when on) → actor update (actor-update.ts: epochs ×
  *   mini-batches × micro-batches) → weight sync → metrics.
  * Around the steps, `fit` validates every `testFreq` steps (mean reward and its standard error, success, pass^k)
  * and checkpoints every `saveFreq` steps with exact resume (trainer state + RNG here, weights + optimizer through the
@@ -22,20 +22,20 @@ import cliProgress from 'cli-progress';
 import type { ChatFormat, ToolSpec } from '../llm/index.ts';
 import { XoshiroRng, type RngState } from '../gym/rng.ts';
 import { computeMetrics } from '../tooluse/metrics.ts';
-import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agentLoop.ts';
+import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agent-loop.ts';
 import { collate } from '../rollout/collate.ts';
 import { flattenGroups, sampleGroups, type SampledGroup } from '../rollout/groups.ts';
 import type { InferenceEngine } from '../rollout/inference.ts';
-import { miniBatchIndices, updateActor, type ActorUpdateOptions } from './actorUpdate.ts';
+import { miniBatchIndices, updateActor, type ActorUpdateOptions } from './actor-update.ts';
 import { computeAdvantages } from './advantages.ts';
 import { aggregateLoss } from './aggregate.ts';
 import { needsReferencePolicy, type TrainerConfig } from './config.ts';
-import { checkpointDirName, grpoCheckpointDir } from './checkpointDirs.ts';
-import { calledToolNames, goldActionMetrics, goldActionShare, withActionCredit } from './actionCredit.ts';
+import { checkpointDirName, grpoCheckpointDir } from './checkpoint-dirs.ts';
+import { calledToolNames, goldActionMetrics, goldActionShare, withActionCredit } from './action-credit.ts';
 import { dynamicSampling, overlongPenalty } from './dapo.ts';
 import { applyKlInReward } from './kl.ts';
 import type { Policy } from './policy.ts';
-import { rolloutIsWeights } from './policyLoss.ts';
+import { rolloutIsWeights } from './policy-loss.ts';
 import { transcript } from './transcript.ts';
 import type { Batch } from '../rollout/batch.ts';
 
@@ -56,7 +56,7 @@ export interface TrainerDeps {
   loop?: { systemPrompt?: string; tools?: readonly ToolSpec[]; greeting?: string };
   /**
    * The actor update, when not `updateActor` on `policy`: a run on a training backend passes
-   * `BackendPolicy.actorUpdate()` (the same update through forward_backward/optim_step, backendUpdate.ts).
+   * `BackendPolicy.actorUpdate()` (the same update through forward_backward/optim_step, backend-update.ts).
    */
   actorUpdate?: (batch: Batch, options: ActorUpdateOptions) => Promise<Metrics>;
   log?: (line: string) => void;
@@ -449,7 +449,7 @@ export class GrpoTrainer {
     if (f) appendFileSync(f, `${JSON.stringify(line)}\n`);
   }
 
-  /** `dir/step-NNNNNNNN/{trainer.json, policy/}` (checkpointDirs.ts) and `dir/latest` (the step number). */
+  /** `dir/step-NNNNNNNN/{trainer.json, policy/}` (checkpoint-dirs.ts) and `dir/latest` (the step number). */
   async saveCheckpoint(dir: string): Promise<string> {
     const stepDir = join(dir, checkpointDirName(this.state.step));
     mkdirSync(stepDir, { recursive: true });

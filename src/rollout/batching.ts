@@ -5,9 +5,9 @@
  * Requests that arrive while a batch runs wait for the next one, so the model is never idle while work is queued.
  * Each caller gets exactly its own result.
  *
- * This is generic over `generateBatch`, so it is tested with a fake model; `modelEngine.ts` adapts the gpt-oss
+ * This is generic over `generateBatch`, so it is tested with a fake model; `model-engine.ts` adapts the gpt-oss
  * model. (Iteration-level continuous batching, where sequences join a running decode loop, is `StepBatchingEngine`
- * in stepBatching.ts.)
+ * in step-batching.ts.)
  */
 import type { GenerationRequest, GenerationResult, InferenceEngine } from './inference.ts';
 import { validateRequest } from './inference.ts';

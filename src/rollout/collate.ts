@@ -7,7 +7,7 @@
  * Non-tensor columns: `uid`, `task_id`, `num_turns`, `reward`, `success`, counts, `termination_reason`, `reward_info`.
  */
 import { Batch, leftPad, positionIdsFromMask, rightPad } from './batch.ts';
-import type { Trajectory } from './agentLoop.ts';
+import type { Trajectory } from './agent-loop.ts';
 
 export interface CollateOptions {
   /** Padding id for prompts and responses. */

@@ -7,7 +7,7 @@
  * Output order is deterministic: task by task, its n samples in order (verl's `repeat(n, interleave=True)` layout),
  * whatever order the episodes finish in.
  */
-import type { AgentEnv, AgentLoop, Trajectory } from './agentLoop.ts';
+import type { AgentEnv, AgentLoop, Trajectory } from './agent-loop.ts';
 
 export interface GroupSpec {
   taskId: string;

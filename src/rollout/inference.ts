@@ -6,7 +6,7 @@
  * Implementations:
  * - `ScriptedEngine` (this file): replays given completions, for tests.
  * - `BatchingEngine` (batching.ts): continuous batching over any `generateBatch` function (the in-process model).
- * - `OpenAICompatibleEngine` (openaiEngine.ts): a vLLM/SGLang-style `/v1/completions` server.
+ * - `OpenAICompatibleEngine` (openai-engine.ts): a vLLM/SGLang-style `/v1/completions` server.
  */
 
 export interface GenerationRequest {

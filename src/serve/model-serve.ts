@@ -5,10 +5,10 @@
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { createChatFormat } from '../llm/formats.ts';
-import { loadTokenizer } from '../llm/loadTokenizer.ts';
+import { loadTokenizer } from '../llm/load-tokenizer.ts';
 import type { Tokenizer } from '../llm/tokenizer.ts';
 import { loadModel } from '../model/checkpoint/model-io.ts';
-import { createStepModelEngine } from '../rollout/modelEngine.ts';
+import { createStepModelEngine } from '../rollout/model-engine.ts';
 import { MODEL_SERVER_DEFAULTS, RESERVED_SLOTS, startModelServer, type ModelServerHandle } from './model-server.ts';
 
 export interface ServeModelOptions {

@@ -24,7 +24,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ChatFormat } from '../llm/chatFormat.ts';
+import type { ChatFormat } from '../llm/chat-format.ts';
 import type { ChatMessage, ToolSpec } from '../llm/messages.ts';
 import type { Tokenizer } from '../llm/tokenizer.ts';
 import type { GenerationRequest, GenerationResult, InferenceEngine } from '../rollout/inference.ts';

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { applyLora, type LoraTarget } from '../model/lora.ts';
 import type { GptOssModel } from '../model/model.ts';
 import { DEFAULT_ADAM, GptOssBackend, LOSS_FNS, sampleModel, type AdamParams, type Datum, type LossConfig, type LossFn, type LossInputs } from '../rl/backend.ts';
-import { GptOssPolicy } from '../rl/modelPolicy.ts';
+import { GptOssPolicy } from '../rl/model-policy.ts';
 import { badRequest, HttpError, notFound } from './http-errors.ts';
 import { jsonDepthExceeds, readJsonBody, sendError, sendJson, tokenMatches } from './http-util.ts';
 

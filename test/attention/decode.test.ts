@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { blockwiseForward } from '../../src/attention/blockwise.ts';
 import { decodeAttention, lookback } from '../../src/attention/decode.ts';
-import { createBlockMask } from '../../src/attention/blockMask.ts';
+import { createBlockMask } from '../../src/attention/block-mask.ts';
 import { causalMask, slidingWindowMask } from '../../src/attention/masks.ts';
 import type { HeadTensor } from '../../src/attention/types.ts';
 import { maxAbsDiff, randTensor, rng } from './helpers.ts';

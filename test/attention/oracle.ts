@@ -1,5 +1,5 @@
 /** Runs an attention implementation and the float64 eager oracle on the same random problem and reports errors. */
-import { createBlockMask } from '../../src/attention/blockMask.ts';
+import { createBlockMask } from '../../src/attention/block-mask.ts';
 import { causalMask, slidingWindowMask } from '../../src/attention/masks.ts';
 import { eagerAttention } from '../../src/attention/eager.ts';
 import type { AttentionMask } from '../../src/attention/masks.ts';

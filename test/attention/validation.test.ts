@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { blockwiseAttention } from '../../src/attention/blockwise.ts';
 import { eagerAttention } from '../../src/attention/eager.ts';
-import { createBlockMask } from '../../src/attention/blockMask.ts';
+import { createBlockMask } from '../../src/attention/block-mask.ts';
 import { causalMask } from '../../src/attention/masks.ts';
 import { randTensor, rng } from './helpers.ts';
 

@@ -1,12 +1,12 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { wasmAttention, wasmForward } from '../../src/attention/wasmArrays.ts';
+import { wasmAttention, wasmForward } from '../../src/attention/wasm-arrays.ts';
 import { decodeAttention } from '../../src/attention/decode.ts';
 import { flexAttention } from '../../src/attention/wasm.ts';
-import { backwardChunks } from '../../src/attention/wasmLayout.ts';
+import { backwardChunks } from '../../src/attention/wasm-layout.ts';
 import { blockwiseAttention } from '../../src/attention/blockwise.ts';
 import { eagerAttention } from '../../src/attention/eager.ts';
-import { createBlockMask } from '../../src/attention/blockMask.ts';
+import { createBlockMask } from '../../src/attention/block-mask.ts';
 import { andMasks, causalMask, customMask, documentMask, slidingWindowMask } from '../../src/attention/masks.ts';
 import { Tensor } from '../../src/engine/tensor.ts';
 import { measureMemory } from '../../src/engine/memory.ts';

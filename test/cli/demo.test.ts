@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { checkpointDirName } from '../../src/rl/checkpointDirs.ts';
-import { parseRunFile } from '../../src/recipes/trainSetup.ts';
+import { checkpointDirName } from '../../src/rl/checkpoint-dirs.ts';
+import { parseRunFile } from '../../src/recipes/train-setup.ts';
 
 const run = promisify(execFile);
 

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BpeTokenizer } from '../../src/llm/bpe.ts';
-import { bpeModelToFile } from '../../src/llm/bpeModel.ts';
-import { trainBpeModel } from '../../src/llm/bpeTrain.ts';
+import { bpeModelToFile } from '../../src/llm/bpe-model.ts';
+import { trainBpeModel } from '../../src/llm/bpe-train.ts';
 import { compilePretokenizer, DEFAULT_PRETOKENIZE_PATTERN, pretokenize, SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../../src/llm/pretokenize.ts';
-import { DEFAULT_BPE_SPECIALS, HARMONY } from '../../src/llm/specialTokens.ts';
+import { DEFAULT_BPE_SPECIALS, HARMONY } from '../../src/llm/special-tokens.ts';
 import { StreamingDecoder, utf8 } from '../../src/llm/tokenizer.ts';
 import { makeCorpus, rng, tinyBpe } from './fixtures.ts';
 

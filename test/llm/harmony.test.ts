@@ -1,8 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CompletionParse, CompletionParseError, StreamEvent } from '../../src/llm/chatFormat.ts';
+import type { CompletionParse, CompletionParseError, StreamEvent } from '../../src/llm/chat-format.ts';
 import { HarmonyFormat } from '../../src/llm/harmony.ts';
-import { renderFunctionsNamespace, schemaToType } from '../../src/llm/harmonyTools.ts';
+import { renderFunctionsNamespace, schemaToType } from '../../src/llm/harmony-tools.ts';
 import type { ChatMessage } from '../../src/llm/messages.ts';
 import { o200kHarmony } from '../../src/llm/o200k.ts';
 import type { Tokenizer } from '../../src/llm/tokenizer.ts';

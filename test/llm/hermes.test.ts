@@ -1,10 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CompletionParse, CompletionParseError, StreamEvent } from '../../src/llm/chatFormat.ts';
+import type { CompletionParse, CompletionParseError, StreamEvent } from '../../src/llm/chat-format.ts';
 import { createChatFormat } from '../../src/llm/formats.ts';
 import { HermesFormat } from '../../src/llm/hermes.ts';
 import type { ChatMessage } from '../../src/llm/messages.ts';
-import { loadTokenizer } from '../../src/llm/loadTokenizer.ts';
+import { loadTokenizer } from '../../src/llm/load-tokenizer.ts';
 import { o200kHarmony } from '../../src/llm/o200k.ts';
 import { NO_ARGS_TOOL, ORDER_TOOL, rng, tinyBpe, WEATHER_TOOL } from './fixtures.ts';
 

@@ -6,15 +6,15 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CompletionParse, CompletionParseError, StreamEvent } from '../../src/llm/chatFormat.ts';
+import type { CompletionParse, CompletionParseError, StreamEvent } from '../../src/llm/chat-format.ts';
 import { createChatFormat } from '../../src/llm/formats.ts';
-import { HfByteLevelBpeTokenizer, hfRegexToJs } from '../../src/llm/hfBpe.ts';
-import { loadTokenizer } from '../../src/llm/loadTokenizer.ts';
+import { HfByteLevelBpeTokenizer, hfRegexToJs } from '../../src/llm/hf-bpe.ts';
+import { loadTokenizer } from '../../src/llm/load-tokenizer.ts';
 import type { ChatMessage } from '../../src/llm/messages.ts';
 import { Qwen3Format, QWEN3_TAGS } from '../../src/llm/qwen3.ts';
-import { qwen3Tokenizer } from '../../src/llm/qwen3Tokenizer.ts';
+import { qwen3Tokenizer } from '../../src/llm/qwen3-tokenizer.ts';
 import { makeCorpus, NO_ARGS_TOOL, ORDER_TOOL, tinyBpe, WEATHER_TOOL } from './fixtures.ts';
-import { hfChatTemplate, hfEncode } from './qwen3Reference.ts';
+import { hfChatTemplate, hfEncode } from './qwen3-reference.ts';
 
 const tok = qwen3Tokenizer();
 const format = new Qwen3Format(tok);

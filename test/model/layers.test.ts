@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { getBackend, Tensor } from '../../src/engine/index.ts';
-import { createBlockMask } from '../../src/attention/blockMask.ts';
+import { createBlockMask } from '../../src/attention/block-mask.ts';
 import { slidingWindowMask } from '../../src/attention/masks.ts';
 import type { LayerContext } from '../../src/model/layers/context.ts';
 import { attentionBackward, attentionForward, disposeAttentionSaved, type AttentionParams } from '../../src/model/layers/attention.ts';

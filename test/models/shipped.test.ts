@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readCardProbe, runCardProbe } from '../../src/cli/card-probe.ts';
-import { readModelSettings } from '../../src/recipes/modelSettings.ts';
+import { readModelSettings } from '../../src/recipes/model-settings.ts';
 import { loadModel } from '../../src/model/checkpoint/index.ts';
 import { loadTokenizer } from '../../src/llm/index.ts';
 

@@ -1,12 +1,12 @@
-/** The scripts' run loading (src/recipes/loadRun.ts) and the one YAML reader under it (configFile.ts). */
+/** The scripts' run loading (src/recipes/load-run.ts) and the one YAML reader under it (config-file.ts). */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { readConfigFile } from '../../src/recipes/configFile.ts';
-import { loadGrpoRun, loadRun } from '../../src/recipes/loadRun.ts';
+import { readConfigFile } from '../../src/recipes/config-file.ts';
+import { loadGrpoRun, loadRun } from '../../src/recipes/load-run.ts';
 
 describe('loadRun', () => {
   const dir = mkdtempSync(join(tmpdir(), 'longrun-load-run-'));

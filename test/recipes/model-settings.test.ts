@@ -15,7 +15,7 @@ import {
   settingsFromRun,
   writeModelSettings,
   type ModelSettingsInput,
-} from '../../src/recipes/modelSettings.ts';
+} from '../../src/recipes/model-settings.ts';
 import { COMPACT_RETAIL_POLICY, conversationDefaults } from '../../src/recipes/retail/prepare.ts';
 import { DONE_TOOL_SCHEMA } from '../../src/tooluse/env.ts';
 

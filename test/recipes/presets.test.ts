@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { PrepareSchema } from '../../src/recipes/retail/prepare.ts';
-import { parseRunFile, parseStagesRunFile, runFileFromCheckpoint } from '../../src/recipes/trainSetup.ts';
+import { parseRunFile, parseStagesRunFile, runFileFromCheckpoint } from '../../src/recipes/train-setup.ts';
 import { parseRetailStream } from '../../src/recipes/retail/stream.ts';
 import { parseSftConfig } from '../../src/rl/sft.ts';
 

@@ -13,10 +13,10 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import { DRILL_SFT_DEFAULTS } from '../../src/recipes/retail/copyDrill.ts';
+import { DRILL_SFT_DEFAULTS } from '../../src/recipes/retail/copy-drill.ts';
 import { PrepareSchema } from '../../src/recipes/retail/prepare.ts';
 import { parseRetailStream } from '../../src/recipes/retail/stream.ts';
-import { parseStagesRunFile } from '../../src/recipes/trainSetup.ts';
+import { parseStagesRunFile } from '../../src/recipes/train-setup.ts';
 import { parseSftConfig } from '../../src/rl/sft.ts';
 
 /** The reason of a `# longrun: historical — <why>` header (in the first five lines), or null. */

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { calledToolNames, goldActionShare, withActionCredit } from '../../src/rl/actionCredit.ts';
+import { calledToolNames, goldActionShare, withActionCredit } from '../../src/rl/action-credit.ts';
 import { parseTrainerConfig } from '../../src/rl/config.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
-import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
-import type { AgentEnv } from '../../src/rollout/agentLoop.ts';
+import { createToySetup } from '../../src/recipes/toy/toy-task.ts';
+import type { AgentEnv } from '../../src/rollout/agent-loop.ts';
 import type { ActionCheck } from '../../src/tooluse/evaluator.ts';
 
 describe('gold-action credit (training-only partial reward)', () => {

@@ -2,12 +2,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Batch } from '../../src/rollout/batch.ts';
 import { LOSS_AGG_MODES } from '../../src/rl/aggregate.ts';
-import { updateActor } from '../../src/rl/actorUpdate.ts';
+import { updateActor } from '../../src/rl/actor-update.ts';
 import { GptOssBackend, LOSS_FNS, tinkerLoss, type Datum, type LossFn } from '../../src/rl/backend.ts';
-import { updateActorViaBackend } from '../../src/rl/backendUpdate.ts';
+import { updateActorViaBackend } from '../../src/rl/backend-update.ts';
 import { parseTrainerConfig, type TrainerConfigInput } from '../../src/rl/config.ts';
-import { GptOssPolicy } from '../../src/rl/modelPolicy.ts';
-import { tinyTransformer, trainingBatch as seededBatch } from './policyFixtures.ts';
+import { GptOssPolicy } from '../../src/rl/model-policy.ts';
+import { tinyTransformer, trainingBatch as seededBatch } from './policy-fixtures.ts';
 
 const SEED = 11;
 

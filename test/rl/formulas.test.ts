@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { computeAdvantages, grpoSequenceAdvantages, rlooSequenceAdvantages, sequenceScores } from '../../src/rl/advantages.ts';
 import { aggregateLoss, aggregationDenominators } from '../../src/rl/aggregate.ts';
-import { gspoPolicyLoss, vanillaPolicyLoss } from '../../src/rl/policyLoss.ts';
+import { gspoPolicyLoss, vanillaPolicyLoss } from '../../src/rl/policy-loss.ts';
 import { applyKlInReward, klPenalty, klPenaltyScalar } from '../../src/rl/kl.ts';
 import { logSumExp, softmaxEntropy } from '../../src/model/layers/entropy.ts';
 import { dynamicSampling, keptGroupUids, overlongPenalty } from '../../src/rl/dapo.ts';

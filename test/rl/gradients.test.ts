@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { aggregateLoss, type LossAggMode } from '../../src/rl/aggregate.ts';
-import { computePolicyLoss, type PolicyLossMode } from '../../src/rl/policyLoss.ts';
+import { computePolicyLoss, type PolicyLossMode } from '../../src/rl/policy-loss.ts';
 import { klPenalty, type KlPenaltyType } from '../../src/rl/kl.ts';
 import { logSumExp, softmaxEntropy, softmaxEntropyGrad } from '../../src/model/layers/entropy.ts';
 import { XoshiroRng } from '../../src/gym/rng.ts';

@@ -8,20 +8,20 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AgentLoop, type Trajectory } from '../../src/rollout/agentLoop.ts';
+import { AgentLoop, type Trajectory } from '../../src/rollout/agent-loop.ts';
 import type { Batch } from '../../src/rollout/batch.ts';
 import { collate } from '../../src/rollout/collate.ts';
 import { flattenGroups, sampleGroups } from '../../src/rollout/groups.ts';
-import { createModelEngine } from '../../src/rollout/modelEngine.ts';
-import { updateActor } from '../../src/rl/actorUpdate.ts';
+import { createModelEngine } from '../../src/rollout/model-engine.ts';
+import { updateActor } from '../../src/rl/actor-update.ts';
 import { computeAdvantages, rftSequenceAdvantages } from '../../src/rl/advantages.ts';
 import { parseTrainerConfig, type TrainerConfigInput } from '../../src/rl/config.ts';
-import { GptOssPolicy } from '../../src/rl/modelPolicy.ts';
+import { GptOssPolicy } from '../../src/rl/model-policy.ts';
 import type { Policy } from '../../src/rl/policy.ts';
-import { sftPolicyLoss } from '../../src/rl/policyLoss.ts';
+import { sftPolicyLoss } from '../../src/rl/policy-loss.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
-import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
-import { tinyTransformer } from './policyFixtures.ts';
+import { createToySetup } from '../../src/recipes/toy/toy-task.ts';
+import { tinyTransformer } from './policy-fixtures.ts';
 
 type ToySetup = ReturnType<typeof createToySetup>;
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { Command } from 'commander';
 import { register } from '../../src/cli/sft.ts';
-import { trajectories, withTempDir } from './sftFixtures.ts';
+import { trajectories, withTempDir } from './sft-fixtures.ts';
 
 async function longrun(args: string[]): Promise<string[]> {
   const program = new Command();

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createChatFormat, type ChatFormat, type ChatMessage } from '../../src/llm/index.ts';
-import { buildSftDocuments, parseTrajectoriesJsonl, renderTrajectory, toChatConversation, tokenizerCorpus, trainSftTokenizer } from '../../src/rl/sftData.ts';
-import { SYSTEM, TOOLS, trajectories, trajectory } from './sftFixtures.ts';
+import { buildSftDocuments, parseTrajectoriesJsonl, renderTrajectory, toChatConversation, tokenizerCorpus, trainSftTokenizer } from '../../src/rl/sft-data.ts';
+import { SYSTEM, TOOLS, trajectories, trajectory } from './sft-fixtures.ts';
 
 const records = trajectories(6);
 const tokenizer = trainSftTokenizer(records, { vocabSize: 600, systemPrompt: SYSTEM, tools: TOOLS });

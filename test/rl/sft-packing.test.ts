@@ -4,7 +4,7 @@ import { Mulberry32Rng } from '../../src/engine/index.ts';
 import { GptOssModel } from '../../src/model/index.ts';
 import { accumulationGrad, documentWeight, microBatches, microBatchInput, packDocuments, type PackedRow, type SftDocument } from '../../src/rl/packing.ts';
 import { parseSftConfig, SftPlan, splitEval } from '../../src/rl/sft.ts';
-import { tinyConfig } from './sftFixtures.ts';
+import { tinyConfig } from './sft-fixtures.ts';
 
 function randomDocs(lengths: readonly number[], vocab: number, seed: number): SftDocument[] {
   const rng = new Mulberry32Rng(seed);

@@ -7,8 +7,8 @@ import { loadModel } from '../../src/model/checkpoint/index.ts';
 import { GptOssModel } from '../../src/model/index.ts';
 import type { SftDocument } from '../../src/rl/packing.ts';
 import { evaluateSft, parseSftConfig, runSft, type SftConfigInput } from '../../src/rl/sft.ts';
-import { buildSftDocuments, trainSftTokenizer } from '../../src/rl/sftData.ts';
-import { SYSTEM, TOOLS, tinyConfig, trajectories, withTempDir } from './sftFixtures.ts';
+import { buildSftDocuments, trainSftTokenizer } from '../../src/rl/sft-data.ts';
+import { SYSTEM, TOOLS, tinyConfig, trajectories, withTempDir } from './sft-fixtures.ts';
 
 const records = trajectories(8);
 const tokenizer = trainSftTokenizer(records, { vocabSize: 500, systemPrompt: SYSTEM, tools: TOOLS });

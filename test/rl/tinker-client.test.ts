@@ -6,11 +6,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GptOssBackend, type AdamParams, type Datum, type LossConfig, type LossFn, type TrainingBackend } from '../../src/rl/backend.ts';
-import { GptOssPolicy } from '../../src/rl/modelPolicy.ts';
+import { GptOssPolicy } from '../../src/rl/model-policy.ts';
 import { chunkDatums, combineForwardBackward, DEFAULT_TINKER_BASE_URL, TinkerClient, TinkerError, type WireDatum } from '../../src/rl/tinker/client.ts';
 import { TinkerBackend, toWireDatum } from '../../src/rl/tinker/backend.ts';
 import { createTrainingModel, startTrainerServer, toAdamW, type TinkerLoraConfig } from '../../src/serve/trainer-server.ts';
-import { tinyTransformer } from './policyFixtures.ts';
+import { tinyTransformer } from './policy-fixtures.ts';
 
 const VOCAB = 12;
 const BASE = 'longrun/tiny-gpt-oss';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Datum, LossConfig, LossFn } from '../../src/rl/backend.ts';
 import { TinkerBackend } from '../../src/rl/tinker/backend.ts';
 import { startTrainerServer } from '../../src/serve/trainer-server.ts';
-import { tinyTransformer } from './policyFixtures.ts';
+import { tinyTransformer } from './policy-fixtures.ts';
 
 const VOCAB = 12;
 const BASE = 'longrun/tiny-gpt-oss';

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { trainCommand } from '../../src/cli/train.ts';
 import { presetConfig } from '../../src/model/config.ts';
 import { GptOssModel } from '../../src/model/model.ts';
-import { parseRunFile } from '../../src/recipes/trainSetup.ts';
-import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
+import { parseRunFile } from '../../src/recipes/train-setup.ts';
+import { createToySetup } from '../../src/recipes/toy/toy-task.ts';
 import { startTrainerServer } from '../../src/serve/trainer-server.ts';
 
 const BASE = 'longrun/toy-tiny-1m';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { parseTrainerConfig } from '../../src/rl/config.ts';
 import { GrpoTrainer } from '../../src/rl/trainer.ts';
-import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toy-task.ts';
 
 describe('GRPO trainer checkpoints', () => {
   const dir = mkdtempSync(join(tmpdir(), 'longrun-trainer-ckpt-'));

@@ -2,9 +2,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { BatchingEngine } from '../../src/rollout/batching.ts';
 import type { GenerationRequest, GenerationResult } from '../../src/rollout/inference.ts';
-import { AgentLoop } from '../../src/rollout/agentLoop.ts';
+import { AgentLoop } from '../../src/rollout/agent-loop.ts';
 import { sampleGroups } from '../../src/rollout/groups.ts';
-import { createToySetup } from '../../src/recipes/toy/toyTask.ts';
+import { createToySetup } from '../../src/recipes/toy/toy-task.ts';
 
 const req = (tokens: number[], maxNewTokens = 3): GenerationRequest => ({ tokens, maxNewTokens, temperature: 1, stop: [], seed: 0 });
 

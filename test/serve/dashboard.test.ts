@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
-import { checkpointDirName } from '../../src/rl/checkpointDirs.ts';
+import { checkpointDirName } from '../../src/rl/checkpoint-dirs.ts';
 import { buildOverview } from '../../src/serve/dashboard/overview.ts';
 import { dashboardScreenshot } from '../../src/serve/dashboard/screenshot.ts';
 import { discoverRun } from '../../src/serve/dashboard/run-files.ts';

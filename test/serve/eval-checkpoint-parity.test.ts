@@ -18,11 +18,11 @@ import { generateTaskSet, readTaskSet, writeTaskSet } from '../../src/domains/re
 import { saveModel } from '../../src/model/checkpoint/model-io.ts';
 import { presetConfig } from '../../src/model/config.ts';
 import { GptOssModel } from '../../src/model/model.ts';
-import { MODEL_SETTINGS_FILE, readModelSettings, shipModelSettings } from '../../src/recipes/modelSettings.ts';
+import { MODEL_SETTINGS_FILE, readModelSettings, shipModelSettings } from '../../src/recipes/model-settings.ts';
 import { COMPACT_RETAIL_POLICY, conversationDefaults } from '../../src/recipes/retail/prepare.ts';
-import { buildRun, parseRunFile } from '../../src/recipes/trainSetup.ts';
-import { trainSftTokenizer, type TrajectoryRecord } from '../../src/rl/sftData.ts';
-import { AgentLoop, type Trajectory } from '../../src/rollout/agentLoop.ts';
+import { buildRun, parseRunFile } from '../../src/recipes/train-setup.ts';
+import { trainSftTokenizer, type TrajectoryRecord } from '../../src/rl/sft-data.ts';
+import { AgentLoop, type Trajectory } from '../../src/rollout/agent-loop.ts';
 import { pairSeed } from '../../src/serve/eval/runner.ts';
 import { REPO_ROOT, TAU2_RETAIL_DIR } from '../helpers/paths.ts';
 

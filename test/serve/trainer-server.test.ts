@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_ADAM, GptOssBackend, type LossConfig, type LossFn } from '../../src/rl/backend.ts';
-import { GptOssPolicy } from '../../src/rl/modelPolicy.ts';
+import { GptOssPolicy } from '../../src/rl/model-policy.ts';
 import { createTrainingModel, startTrainerServer, toAdamW } from '../../src/serve/trainer-server.ts';
-import { tinyTransformer } from '../rl/policyFixtures.ts';
+import { tinyTransformer } from '../rl/policy-fixtures.ts';
 
 const VOCAB = 12;
 const BASE = 'longrun/tiny-gpt-oss';

@@ -1,6 +1,6 @@
 /** The work behind `longrun model …` (the CLI file only parses arguments and prints). */
 import { existsSync, statSync } from 'node:fs';
-import { loadBpeModel } from '../../llm/bpeModel.ts';
+import { loadBpeModel } from '../../llm/bpe-model.ts';
 import { presetConfig } from '../config.ts';
 import { GptOssModel } from '../model.ts';
 import { countParams } from '../params.ts';

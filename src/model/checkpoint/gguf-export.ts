@@ -21,7 +21,7 @@
  */
 import type { GptOssConfig } from '../config.ts';
 import { paramShapes } from '../params.ts';
-import type { BpeModel } from '../../llm/bpeModel.ts';
+import type { BpeModel } from '../../llm/bpe-model.ts';
 import { CheckpointError } from './errors.ts';
 import type { GgufValue } from './gguf.ts';
 import { writeGguf, type GgufLayout, type GgufTensorToWrite } from './gguf-writer.ts';

@@ -9,7 +9,7 @@
  * tokenizer only when that splitter cuts text exactly like the tokenizer's pattern, so the name is chosen from the
  * pattern, and a pattern no llama.cpp splitter reproduces is refused unless a name is forced.
  */
-import type { BpeModel } from '../../llm/bpeModel.ts';
+import type { BpeModel } from '../../llm/bpe-model.ts';
 import { DEFAULT_PRETOKENIZE_PATTERN, SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../../llm/pretokenize.ts';
 import { CheckpointError } from './errors.ts';
 import type { GgufValue } from './gguf.ts';

@@ -8,8 +8,8 @@
  * Backward: y → do rows → dO heads → attention backward (dq, dk, dv, dσ) → transposed rope → projections.
  */
 import { Tensor } from '../../engine/index.ts';
-import type { BlockMask } from '../../attention/blockMask.ts';
-import { attentionCore, type CoreOutput } from './attentionCore.ts';
+import type { BlockMask } from '../../attention/block-mask.ts';
+import { attentionCore, type CoreOutput } from './attention-core.ts';
 import { TAG, type LayerContext } from './context.ts';
 import { disposeLinearSaved, linearBackward, linearForward, type LinearParams, type LinearSaved } from './linear.ts';
 import { headsToRows, rowsToHeads, type RopeTable } from './rope.ts';

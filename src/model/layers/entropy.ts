@@ -1,6 +1,6 @@
 /**
  * The entropy of a softmax row and its gradient, the one implementation the head's entropy bonus
- * (head.ts), the policies' per-token entropies (src/rl/modelPolicy.ts, the toy's tabular policy) and the tests use.
+ * (head.ts), the policies' per-token entropies (src/rl/model-policy.ts, the toy's tabular policy) and the tests use.
  *
  * A row is given by its values x_j with log-probabilities l_j = scale·x_j − shift, where shift is the log-sum-exp of
  * scale·x (`logSumExp`); scale is 1/temperature for a tempered distribution. With p_j = exp(l_j):

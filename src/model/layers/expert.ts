@@ -1,7 +1,7 @@
 /**
  * gpt-oss experts as one grouped computation: x [R, C] holds the tokens routed to expert e in rows
  * offsets[e] … offsets[e+1] (gathered contiguously), and the stacked weights are used in place by a grouped
- * matmul (../ops/groupedMatmul.ts). The dense MLP is the case E = 1, offsets [0, N].
+ * matmul (../ops/grouped-matmul.ts). The dense MLP is the case E = 1, offsets [0, N].
  *
  *   h = x W1[e] + b1[e] [R, 2I]; gate = h[:, 0::2], up = h[:, 1::2]               (W1 [E, C, 2I], interleaved)
  *   g = min(gate, limit), u = clamp(up, −limit, limit), act = g·σ(α·g)·(u + 1)    (α = 1.702, limit = 7)
@@ -11,7 +11,7 @@
  * Optional per-expert LoRA adds s·(x A1[e]) B1[e] to h and s·(act A2[e]) B2[e] to y.
  */
 import { Tensor } from '../../engine/index.ts';
-import { groupedMatmul, type GroupOperand } from '../ops/groupedMatmul.ts';
+import { groupedMatmul, type GroupOperand } from '../ops/grouped-matmul.ts';
 import { TAG, type LayerContext } from './context.ts';
 
 export const SWIGLU_ALPHA = 1.702;

@@ -31,7 +31,7 @@ import { SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../../llm/pretokenize.ts';
 import { LLAMA_CPP_PRETOKENIZER_PATTERNS } from '../../model/checkpoint/gguf-tokenizer.ts';
 import { DONE_TOOL_SCHEMA } from '../../tooluse/env.ts';
 import { agentSystemPrompt } from '../../tooluse/openai.ts';
-import { readTrajectoriesJsonl, trainSftTokenizer } from '../../rl/sftData.ts';
+import { readTrajectoriesJsonl, trainSftTokenizer } from '../../rl/sft-data.ts';
 
 /** A short statement of τ²'s retail policy (same rules, a fraction of the tokens), for small-model runs. */
 export const COMPACT_RETAIL_POLICY = [

@@ -8,7 +8,7 @@
  *                        documents  = the episodes rendered as the agent sees them (system prompt, tools)
  *   until the conversations fill (1 − drill shares) of the step's token budget (rowsPerStep × seqLen); then identity-
  *   and write-drill conversations made from the step's own episodes, and copy-drill documents
- *   (src/recipes/retail/copyDrill.ts), each up to its share; the documents are packed first-fit-decreasing and the
+ *   (src/recipes/retail/copy-drill.ts), each up to its share; the documents are packed first-fit-decreasing and the
  *   `rowsPerStep` fullest rows are the step (documents of rows left over are not trained on).
  * A step can therefore be rebuilt from its index alone: resuming a stream needs only the step count, and a resumed
  * run is bit-identical to an uninterrupted one. World seeds that a run holds out (its validation worlds) are never
@@ -32,10 +32,10 @@ import { Mulberry32Rng } from '../../engine/random.ts';
 import type { ChatFormat, Tokenizer, ToolSpec } from '../../llm/index.ts';
 import { packDocuments, type PackedRow, type SftDocument } from '../../rl/packing.ts';
 import type { SftSource, SftStepData } from '../../rl/sft.ts';
-import { buildSftDocuments, TrajectoryRecordSchema, type TrajectoryRecord } from '../../rl/sftData.ts';
-import { writeDrillRecords } from './writeDrill.ts';
-import { copyDrillDocuments } from './copyDrill.ts';
-import { identityDrillRecords } from './identityDrill.ts';
+import { buildSftDocuments, TrajectoryRecordSchema, type TrajectoryRecord } from '../../rl/sft-data.ts';
+import { writeDrillRecords } from './write-drill.ts';
+import { copyDrillDocuments } from './copy-drill.ts';
+import { identityDrillRecords } from './identity-drill.ts';
 import { policyText } from './prepare.ts';
 
 const int = (min: number) => z.number().int().min(min);
@@ -64,13 +64,13 @@ export const RetailStreamSchema = z.object({
   }).strict().optional(),
   /**
    * Identity-check conversations with fresh random people on the openings of the step's expert conversations
-   * (src/recipes/retail/identityDrill.ts), filling `share` of each step's token budget: the names, emails and zips a
+   * (src/recipes/retail/identity-drill.ts), filling `share` of each step's token budget: the names, emails and zips a
    * model must copy into its first tool call.
    */
   identityDrill: z.object({ share: z.number().min(0).lt(1) }).strict().optional(),
   /**
    * The step's writing expert conversations cut after their first write call, fresh addresses in address writes
-   * (src/recipes/retail/writeDrill.ts), filling `share` of the budget: the write decision.
+   * (src/recipes/retail/write-drill.ts), filling `share` of the budget: the write decision.
    */
   writeDrill: z.object({ share: z.number().min(0).lt(1) }).strict().optional(),
   /** World seeds the stream must never generate (the run's validation and test worlds). */

@@ -1,32 +1,32 @@
 /**
  * `longrun eval --agent checkpoint --checkpoint DIR`: serves the checkpoint with the OpenAI-compatible model server on
  * a free loopback port for the duration of the run, and plays every episode with the token-level `AgentLoop` of
- * training (src/rollout/agentLoop.ts) against its `/v1/completions` endpoint (token ids in, token ids and log-probs
+ * training (src/rollout/agent-loop.ts) against its `/v1/completions` endpoint (token ids in, token ids and log-probs
  * out): the prompt is rendered once by the chat format, sampled tokens are kept verbatim, observations are appended as
  * token deltas. So the model sees, token for token, what GRPO's in-process rollouts and scripts/probe-heldout.ts show
  * it for the same system prompt, tools, limits and seeds — which chat completions cannot promise, since they re-render
  * the whole conversation from parsed messages every turn (sampled JSON re-serialised, malformed turns replaced).
  *
  * The prompt defaults to the env's (τ²'s agent system prompt around the task set's policy.md, the env's tools with
- * `done`); a model folder's `longrun.json` (src/recipes/modelSettings.ts) sets it as the model was trained, through
+ * `done`); a model folder's `longrun.json` (src/recipes/model-settings.ts) sets it as the model was trained, through
  * `systemPrompt` and `tools` here (resolved by the CLI).
  */
 import { basename, join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
 import { createChatFormat } from '../../llm/formats.ts';
-import { loadTokenizer } from '../../llm/loadTokenizer.ts';
-import type { ChatFormat } from '../../llm/chatFormat.ts';
+import { loadTokenizer } from '../../llm/load-tokenizer.ts';
+import type { ChatFormat } from '../../llm/chat-format.ts';
 import type { ToolSpec } from '../../llm/messages.ts';
 import type { TokenUsage } from '../../llm/openai/chat-client.ts';
-import { AgentLoop, type AgentEnv, type SamplingConfig } from '../../rollout/agentLoop.ts';
+import { AgentLoop, type AgentEnv, type SamplingConfig } from '../../rollout/agent-loop.ts';
 import type { GenerationRequest, GenerationResult, InferenceEngine } from '../../rollout/inference.ts';
-import { OpenAICompatibleEngine } from '../../rollout/openaiEngine.ts';
+import { OpenAICompatibleEngine } from '../../rollout/openai-engine.ts';
 import type { ToolUseEnv } from '../../tooluse/env.ts';
 import { GREETING } from '../../tooluse/orchestrator.ts';
 import type { Task } from '../../tooluse/tasks.ts';
 import { serveCheckpoint } from '../model-serve.ts';
 import { loadModel } from '../../model/checkpoint/index.ts';
-import { createStepModelEngine } from '../../rollout/modelEngine.ts';
+import { createStepModelEngine } from '../../rollout/model-engine.ts';
 import type { EpisodeEvalAgent, PlayedEpisode } from './agents.ts';
 import type { EvalCliOptions } from './setup.ts';
 

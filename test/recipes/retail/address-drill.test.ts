@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PLACES, STREET_NAMES } from '../../../src/domains/retail/synth/catalog-data.ts';
 import { renderAddress } from '../../../src/domains/retail/synth/protocol.ts';
-import { addressDrillRecords, addressPrefix } from '../../../src/recipes/retail/addressDrill.ts';
-import { writeDrillRecords } from '../../../src/recipes/retail/writeDrill.ts';
-import { parseRunFile } from '../../../src/recipes/trainSetup.ts';
-import type { TrajectoryRecord } from '../../../src/rl/sftData.ts';
+import { addressDrillRecords, addressPrefix } from '../../../src/recipes/retail/address-drill.ts';
+import { writeDrillRecords } from '../../../src/recipes/retail/write-drill.ts';
+import { parseRunFile } from '../../../src/recipes/train-setup.ts';
+import type { TrajectoryRecord } from '../../../src/rl/sft-data.ts';
 
 const old = { address1: '549 Maple Drive', address2: 'Suite 133', city: 'Charlotte', state: 'NC', country: 'USA', zip: '28971' };
 const plain = { address1: '721 River Road', address2: '', city: 'Indianapolis', state: 'IN', country: 'USA', zip: '46978' };

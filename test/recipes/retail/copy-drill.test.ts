@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Mulberry32Rng } from '../../../src/engine/random.ts';
 import { BpeTokenizer } from '../../../src/llm/bpe.ts';
-import { trainBpeModel } from '../../../src/llm/bpeTrain.ts';
+import { trainBpeModel } from '../../../src/llm/bpe-train.ts';
 import { SINGLE_DIGIT_PRETOKENIZE_PATTERN } from '../../../src/llm/pretokenize.ts';
-import { copyDrillDocuments, copyDrillText } from '../../../src/recipes/retail/copyDrill.ts';
-import { parseRunFile } from '../../../src/recipes/trainSetup.ts';
+import { copyDrillDocuments, copyDrillText } from '../../../src/recipes/retail/copy-drill.ts';
+import { parseRunFile } from '../../../src/recipes/train-setup.ts';
 
 const tokenizer = new BpeTokenizer(trainBpeModel('ids: #W4615687, credit_card_2015949, gift_card_1, paypal_7, 1008292230\nagain: 10661\n'.repeat(20), {
   vocabSize: 300, pattern: SINGLE_DIGIT_PRETOKENIZE_PATTERN,
@@ -91,7 +91,7 @@ test('copy curriculum: stages train the model in turn, log their drill loss, and
   const { join } = await import('node:path');
   const { GptOssModel } = await import('../../../src/model/index.ts');
   const { validateConfig } = await import('../../../src/model/config.ts');
-  const { runCopyCurriculum } = await import('../../../src/recipes/retail/copyDrill.ts');
+  const { runCopyCurriculum } = await import('../../../src/recipes/retail/copy-drill.ts');
   const config = validateConfig({
     num_hidden_layers: 2, hidden_size: 32, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 8, sliding_window: 8,
     num_local_experts: 2, num_experts_per_tok: 1, intermediate_size: 32, vocab_size: tokenizer.vocabSize, rope_theta: 1000,

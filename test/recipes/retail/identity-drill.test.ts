@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FIRST_NAMES, LAST_NAMES } from '../../../src/domains/retail/synth/catalog-data.ts';
-import { identityDrillRecords, identityOpening } from '../../../src/recipes/retail/identityDrill.ts';
-import { parseRunFile } from '../../../src/recipes/trainSetup.ts';
-import type { TrajectoryRecord } from '../../../src/rl/sftData.ts';
+import { identityDrillRecords, identityOpening } from '../../../src/recipes/retail/identity-drill.ts';
+import { parseRunFile } from '../../../src/recipes/train-setup.ts';
+import type { TrajectoryRecord } from '../../../src/rl/sft-data.ts';
 
 const ask = 'I can help with that. First, could you please provide your email address, or your first and last name and zip code, so I can verify your identity?';
 const expert = (request: string, first: string): TrajectoryRecord => ({

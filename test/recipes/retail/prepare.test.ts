@@ -84,7 +84,7 @@ describe('prepare (the data stage of a retail-synth run)', () => {
   });
 
   it('taskOptions.trainFamilies restricts the GRPO training tasks to those families and leaves validation whole', async () => {
-    const { buildRun, parseRunFile } = await import('../../../src/recipes/trainSetup.ts');
+    const { buildRun, parseRunFile } = await import('../../../src/recipes/train-setup.ts');
     const dir = mkdtempSync(join(tmpdir(), 'longrun-prepare-'));
     try {
       const a = await prepareRetailData({ dir, seed: 4, tasks: { train: 30, validation: 8, difficulty: 1, policy: 'compact', users: 30, orders: 60, families: ['cancel', 'info', 'failed_auth', 'return'] }, expert: { trials: 1 }, tokenizer: { vocabSize: 300 } });
@@ -106,7 +106,7 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       await assert.rejects(buildRun(file({ trainFamilies: chosen }, 'toy')), /retail-synth only/);
 
       // The SFT documents: expert conversations, then copy-drill documents, then identity-drill conversations.
-      const { sftDocuments } = await import('../../../src/recipes/sftDocuments.ts');
+      const { sftDocuments } = await import('../../../src/recipes/sft-documents.ts');
       const withSft = parseRunFile({
         task: 'retail-synth', taskOptions: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact' },
         policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: a.tokenizer, format: 'harmony' },

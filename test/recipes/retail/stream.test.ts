@@ -9,13 +9,13 @@ import { presetConfig } from '../../../src/model/config.ts';
 import { runSft } from '../../../src/rl/sft.ts';
 import { generateTaskSet } from '../../../src/domains/retail/synth/taskset.ts';
 import { conversationDefaults, COMPACT_RETAIL_POLICY } from '../../../src/recipes/retail/prepare.ts';
-import { trainSftTokenizer, TrajectoryRecordSchema } from '../../../src/rl/sftData.ts';
+import { trainSftTokenizer, TrajectoryRecordSchema } from '../../../src/rl/sft-data.ts';
 import { createRetailDomain } from '../../../src/domains/retail/domain.ts';
 import { EpisodeRunner } from '../../../src/domains/retail/synth/episode.ts';
 import { ExpertAgent } from '../../../src/domains/retail/synth/expert.ts';
 import { ScriptedRetailUser } from '../../../src/domains/retail/synth/user-sim.ts';
 import { parseRetailStream, RetailStream, streamEvalDocuments, streamWorldSeed, type RetailStreamContext } from '../../../src/recipes/retail/stream.ts';
-import { parseStagesRunFile } from '../../../src/recipes/trainSetup.ts';
+import { parseStagesRunFile } from '../../../src/recipes/train-setup.ts';
 
 let shared: Promise<Omit<RetailStreamContext, 'seqLen' | 'rowsPerStep'>> | undefined;
 async function context(seqLen = 4096, rowsPerStep = 2): Promise<RetailStreamContext> {

@@ -1,0 +1,134 @@
+/**
+ * Byte-level BPE training. Words (pre-tokens) are counted once; pair counts are kept incrementally, so each merge
+ * only revisits the words that contain the merged pair instead of recounting the corpus.
+ */
+import { PairHeap } from './pair-heap.ts';
+import { compilePretokenizer, DEFAULT_PRETOKENIZE_PATTERN, pretokenize } from './pretokenize.ts';
+import { DEFAULT_BPE_SPECIALS, GPT_OSS_EOS } from './special-tokens.ts';
+import { utf8 } from './tokenizer.ts';
+import type { BpeModel } from './bpe-model.ts';
+
+export interface BpeTrainOptions {
+  /** Target total vocabulary: 256 byte tokens + merges + special tokens. */
+  vocabSize: number;
+  /** Reserved special tokens, given ids after the merges in this order. Default: the harmony set, ChatML, pad. */
+  specialTokens?: readonly string[];
+  /** Which specials end generation. Default: gpt-oss's `<|return|>`, `<|call|>`, `<|endoftext|>` (those present). */
+  eosTokens?: readonly string[];
+  /** Pre-tokenization regex source (compiled with flags `gu`). */
+  pattern?: string;
+  /** Stop merging when the best pair occurs fewer times than this (default 2): the vocabulary may then be smaller. */
+  minPairCount?: number;
+}
+
+/** Pair (a, b) → one number. Ids stay below 2^21, so the key is exact in a double. */
+const PAIR_BASE = 2 ** 21;
+
+function pairKey(a: number, b: number): number {
+  return a * PAIR_BASE + b;
+}
+
+function countWords(corpus: string | Iterable<string>, regex: RegExp): Map<string, number> {
+  const counts = new Map<string, number>();
+  const texts = typeof corpus === 'string' ? [corpus] : corpus;
+  for (const text of texts) {
+    for (const word of pretokenize(text, regex)) counts.set(word, (counts.get(word) ?? 0) + 1);
+  }
+  return counts;
+}
+
+function mergeWord(symbols: number[], a: number, b: number, merged: number): number[] | undefined {
+  let found = false;
+  const out: number[] = [];
+  for (let i = 0; i < symbols.length; i++) {
+    if (i + 1 < symbols.length && symbols[i] === a && symbols[i + 1] === b) {
+      out.push(merged);
+      i++;
+      found = true;
+    } else {
+      out.push(symbols[i]);
+    }
+  }
+  return found ? out : undefined;
+}
+
+export function trainBpeModel(corpus: string | Iterable<string>, options: BpeTrainOptions): BpeModel {
+  const specialTokens = [...(options.specialTokens ?? DEFAULT_BPE_SPECIALS)];
+  if (new Set(specialTokens).size !== specialTokens.length) throw new Error('BPE special tokens must be distinct');
+  const eosTokens = options.eosTokens ? [...options.eosTokens] : GPT_OSS_EOS.filter((t) => specialTokens.includes(t));
+  for (const eos of eosTokens) {
+    if (!specialTokens.includes(eos)) throw new Error(`eos token ${eos} is not among the special tokens`);
+  }
+  const pattern = options.pattern ?? DEFAULT_PRETOKENIZE_PATTERN;
+  const minPairCount = options.minPairCount ?? 2;
+  const maxMerges = options.vocabSize - 256 - specialTokens.length;
+  if (!Number.isInteger(options.vocabSize) || maxMerges < 0) {
+    throw new Error(`vocabSize ${options.vocabSize} is too small: it must hold 256 bytes + ${specialTokens.length} special tokens`);
+  }
+  if (options.vocabSize >= PAIR_BASE) throw new Error(`vocabSize must be below ${PAIR_BASE}`);
+
+  const wordCounts = countWords(corpus, compilePretokenizer(pattern));
+  const words: number[][] = [];
+  const freqs: number[] = [];
+  for (const [word, count] of wordCounts) {
+    words.push(Array.from(utf8(word)));
+    freqs.push(count);
+  }
+
+  const pairCounts = new Map<number, number>();
+  const pairWords = new Map<number, Set<number>>();
+  const addPairs = (w: number, sign: number, deltas: Map<number, number>, onlyWith?: number): void => {
+    const symbols = words[w];
+    for (let i = 0; i + 1 < symbols.length; i++) {
+      const key = pairKey(symbols[i], symbols[i + 1]);
+      deltas.set(key, (deltas.get(key) ?? 0) + sign * freqs[w]);
+      if (sign > 0 && (onlyWith === undefined || symbols[i] === onlyWith || symbols[i + 1] === onlyWith)) {
+        let set = pairWords.get(key);
+        if (!set) pairWords.set(key, (set = new Set()));
+        set.add(w);
+      }
+    }
+  };
+
+  const initial = new Map<number, number>();
+  for (let w = 0; w < words.length; w++) addPairs(w, 1, initial);
+  const heap = new PairHeap();
+  for (const [key, count] of initial) {
+    pairCounts.set(key, count);
+    heap.push(count, key);
+  }
+
+  const merges: [number, number][] = [];
+  while (merges.length < maxMerges) {
+    const top = heap.pop();
+    if (!top) break;
+    if (pairCounts.get(top.key) !== top.count) continue; // stale entry
+    if (top.count < minPairCount) break;
+    const a = Math.floor(top.key / PAIR_BASE);
+    const b = top.key % PAIR_BASE;
+    const merged = 256 + merges.length;
+    merges.push([a, b]);
+
+    const deltas = new Map<number, number>();
+    for (const w of pairWords.get(top.key) ?? []) {
+      const next = mergeWord(words[w], a, b, merged);
+      if (!next) continue; // the pair left this word through an earlier merge
+      addPairs(w, -1, deltas);
+      words[w] = next;
+      addPairs(w, 1, deltas, merged);
+    }
+    pairWords.delete(top.key);
+    for (const [key, delta] of deltas) {
+      if (delta === 0) continue;
+      const count = (pairCounts.get(key) ?? 0) + delta;
+      if (count > 0) {
+        pairCounts.set(key, count);
+        heap.push(count, key);
+      } else {
+        pairCounts.delete(key);
+        pairWords.delete(key);
+      }
+    }
+  }
+  return { merges, specialTokens, eosTokens, pattern };
+}

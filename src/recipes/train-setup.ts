@@ -1,0 +1,405 @@
+/**
+ * Builds a GRPO run from a YAML/JSON file (`longrun train --config FILE`). The file's sections:
+ *
+ * ```yaml
+ * task: toy                      # toy | retail-v0 | retail-v1 (τ² retail, TicketUser) | retail-synth (scripted user)
+ * taskOptions: { dataDir: ../shared/tau2/retail, split: base, valSplit: test, maxTasks: 32 }
+ *   # retail-synth: dataDir = a task-set folder from `longrun gen tasks` (training), valDir = another (validation)
+ * prepare: { dir, seed, tasks: {...}, expert: {...}, tokenizer: {...} }   # optional data stage, see prepare.ts
+ * policy:                        # tabular (toy only) | gpt-oss
+ *   type: gpt-oss
+ *   checkpoint: out/sft/model    # or `preset: tiny-1m` for a fresh model (vocabSize from the tokenizer)
+ *   modelConfig: { max_position_embeddings: 8192 }   # preset overrides (fresh models only)
+ *   tokenizer: out/sft/tokenizer.json   # a BPE file, o200k_harmony or qwen3 (not needed for the toy task)
+ *   format: harmony              # chat format: harmony | hermes | qwen3 (toy task: its own word format)
+ *   lr: 1e-5
+ *   reference: frozen-copy       # frozen-copy | adapters-off (built only when grpo has a KL loss or KL in the reward)
+ * engine: { type: in-process, batching: step, maxBatchSize: 16 }   # or { type: openai, baseUrl, model }
+ * backend: { type: tinker, baseUrl: http://127.0.0.1:8010, model: openai/gpt-oss-20b, lora: { rank: 32 } }
+ *   # optional: the policy's weights live and train on a Tinker-compatible service (docs/tinker.md); GRPO only
+ * sft: { data: trajectories.jsonl, outDir: out/sft, config: { ... SftConfig } }   # optional stage before GRPO
+ * grpo: { ... TrainerConfig, see config.ts }
+ * ```
+ */
+import { DRILL_CORPUS } from './retail/copy-drill.ts';
+import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
+import type { LoadedSynthTaskSet } from '../domains/retail/synth/taskset.ts';
+import { z } from 'zod';
+import type { ChatFormat, Tokenizer, ToolSpec } from '../llm/index.ts';
+import { CHAT_FORMAT_NAMES, createChatFormat, loadTokenizer } from '../llm/index.ts';
+import { presetConfig, type GptOssConfigInput } from '../model/config.ts';
+import { GptOssModel } from '../model/model.ts';
+import { loadModel } from '../model/checkpoint/index.ts';
+import type { AgentEnv } from '../rollout/agent-loop.ts';
+import type { InferenceEngine } from '../rollout/inference.ts';
+import { createModelEngine, createStepModelEngine } from '../rollout/model-engine.ts';
+import { OpenAICompatibleEngine } from '../rollout/openai-engine.ts';
+import { GREETING } from '../tooluse/orchestrator.ts';
+import { needsReferencePolicy, parseTrainerConfig, type TrainerConfig } from '../rl/config.ts';
+import { GptOssPolicy } from '../rl/model-policy.ts';
+import { BackendEngine, BackendPolicy } from '../rl/backend-policy.ts';
+import type { Policy } from '../rl/policy.ts';
+import { TinkerBackend } from '../rl/tinker/backend.ts';
+import type { TrainerDeps } from '../rl/trainer.ts';
+import { createToySetup } from './toy/toy-task.ts';
+
+export const RunFileSchema = z.object({
+  task: z.enum(['toy', 'retail-v0', 'retail-v1', 'retail-synth']),
+  taskOptions: z.object({
+    dataDir: z.string().optional(),
+    split: z.string().default('base'),
+    valSplit: z.string().optional(),
+    /** Use only the first N training tasks (small runs). */
+    maxTasks: z.number().int().positive().optional(),
+    /** retail-synth: the validation task-set folder. */
+    valDir: z.string().optional(),
+    /** Env step limit per episode (retail-synth; default 200). */
+    maxSteps: z.number().int().positive().optional(),
+    /** retail-synth: tool schemas in the agent's prompt, τ²'s (`full`) or names and parameters only (`compact`). */
+    tools: z.enum(['full', 'compact']).default('full'),
+    /**
+     * retail-synth: train (GRPO) only on tasks of these families (e.g. leave out families whose groups always score
+     * alike); validation keeps every family.
+     */
+    trainFamilies: z.array(z.enum(TASK_FAMILIES)).min(1).optional(),
+  }).strict().prefault({}),
+  policy: z.object({
+    type: z.enum(['tabular', 'gpt-oss']),
+    checkpoint: z.string().optional(),
+    preset: z.string().optional(),
+    /** Overrides of the preset's config (e.g. max_position_embeddings for the long retail prompts). */
+    modelConfig: z.record(z.string(), z.unknown()).optional(),
+    tokenizer: z.string().optional(),
+    /** qwen3 needs tokenizer qwen3 (docs/tinker.md). */
+    format: z.enum(CHAT_FORMAT_NAMES).default('harmony'),
+    lr: z.number().positive().optional(),
+    weightDecay: z.number().min(0).default(0.01),
+    reference: z.enum(['frozen-copy', 'adapters-off']).default('frozen-copy'),
+    seed: z.number().int().min(0).default(0),
+    /** A fresh model (`preset`) starts lm_head as a copy of the embedding (ModelOptions.tiedInit). */
+    tiedInit: z.boolean().default(false),
+  }).strict(),
+  engine: z.object({
+    type: z.enum(['in-process', 'openai']).default('in-process'),
+    /** In-process batching: per request batch ('request') or iteration-level continuous batching ('step'). */
+    batching: z.enum(['request', 'step']).default('step'),
+    maxBatchSize: z.number().int().positive().default(16),
+    maxBatchTokens: z.number().int().positive().optional(),
+    /** Step batching: KV positions reserved per trajectory so turns reuse the cache (default: the model's max positions). */
+    sessionCapacity: z.number().int().positive().optional(),
+    baseUrl: z.string().optional(),
+    model: z.string().optional(),
+    concurrency: z.number().int().positive().optional(),
+  }).strict().prefault({}),
+  /**
+   * Where the policy's weights live and train; absent: in process. `type: tinker` is a Tinker-compatible service
+   * (`longrun serve trainer`, the hosted Tinker API; src/rl/tinker/, JSON protocol of the tinker SDK ≤ 0.24.x): the
+   * GRPO/RFT actor update runs there as forward_backward + optim_step (backend-update.ts), the old log-probs are a
+   * forward there, the rollouts sample there, checkpoints are saved there (`tinker-state.json` records the path).
+   * The API key comes from the environment (`TINKER_API_KEY`), never from the run file.
+   */
+  backend: z.object({
+    type: z.literal('tinker'),
+    /** Default: env TINKER_BASE_URL, else the hosted service. */
+    baseUrl: z.string().url().optional(),
+    /** The server's base model name (`base_model`), e.g. openai/gpt-oss-20b. */
+    model: z.string().min(1),
+    /** LoRA adapters (the hosted service trains LoRA only); absent: every weight, where the server allows it. */
+    lora: z.object({
+      rank: z.number().int().min(1),
+      /** Adapter initialisation seed (default policy.seed). */
+      seed: z.number().int().min(0).optional(),
+      trainAttn: z.boolean().default(true),
+      trainMlp: z.boolean().default(true),
+      trainUnembed: z.boolean().default(true),
+    }).strict().optional(),
+    /**
+     * Adam's betas and ε sent with every optim_step. Defaults: the in-process AdamW's (0.9, 0.999, 1e-8), so a run
+     * trains the same on either side; the learning rate and decoupled weight decay are policy.lr and policy.weightDecay.
+     */
+    adam: z.object({
+      beta1: z.number().min(0).lt(1).default(0.9),
+      beta2: z.number().min(0).lt(1).default(0.999),
+      eps: z.number().positive().default(1e-8),
+    }).strict().prefault({}),
+  }).strict().optional(),
+  sft: z.object({
+    /** Trajectories JSONL (`longrun rollout` output); or `stream`. */
+    data: z.string().optional(),
+    /**
+     * A stream of fresh retail conversations instead of a file (task retail-synth; src/recipes/retail/stream.ts):
+     * every step on new worlds, tasks and users, never one seen before; `config.steps` sets the length.
+     */
+    stream: z.unknown().optional(),
+    /**
+     * A checkpoint folder (weights, optimizer, trainer state: e.g. a committed one under models/) to continue from
+     * when `outDir` holds no checkpoint yet, so a long run carries over to a machine without its runs/ folder.
+     */
+    resumeFrom: z.string().optional(),
+    outDir: z.string(),
+    config: z.record(z.string(), z.unknown()).default({}),
+    /** Synthetic id-copying documents mixed into the SFT data (src/recipes/retail/copy-drill.ts). */
+    copyDrill: z.object({
+      documents: z.number().int().min(1),
+      seed: z.number().int().min(0).default(0),
+      ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max').default([4, 12]),
+      /** Share of listed ids that are people (emails, user ids, names); 0 = numeric ids only. */
+      people: z.number().min(0).max(1).default(0),
+    }).strict().optional(),
+    /**
+     * Identity-check conversations with fresh random people, on the openings of the expert trajectories, mixed into
+     * the SFT data (src/recipes/retail/identity-drill.ts); rendered without the system prompt, to stay short.
+     */
+    identityDrill: z.object({
+      documents: z.number().int().min(1),
+      seed: z.number().int().min(0).default(0),
+    }).strict().optional(),
+    /**
+     * Address-change conversations of the expert trajectories with fresh random addresses, cut after the write call,
+     * mixed into the SFT data (src/recipes/retail/address-drill.ts); rendered without the system prompt.
+     */
+    addressDrill: z.object({
+      documents: z.number().int().min(1),
+      seed: z.number().int().min(0).default(0),
+    }).strict().optional(),
+    /**
+     * Every expert conversation that writes, cut after its first write call (fresh addresses in address writes),
+     * mixed into the SFT data (src/recipes/retail/write-drill.ts); rendered without the system prompt.
+     */
+    writeDrill: z.object({
+      documents: z.number().int().min(1),
+      seed: z.number().int().min(0).default(0),
+    }).strict().optional(),
+  }).strict().optional(),
+  /**
+   * Copy-drill stages run before SFT, from the fresh model (src/recipes/retail/copy-drill.ts, runCopyCurriculum): each stage an
+   * SFT run on drill documents listing `ids` ids, for `steps` steps; `config` holds SFT settings shared by the stages.
+   */
+  curriculum: z.object({
+    outDir: z.string(),
+    documents: z.number().int().min(1).default(DRILL_CORPUS.documents),
+    seed: z.number().int().min(0).default(DRILL_CORPUS.seed),
+    config: z.record(z.string(), z.unknown()).default({}),
+    stages: z.array(z.object({
+      ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max'),
+      steps: z.number().int().min(1),
+      /** Share of listed ids that are people (emails, user ids, names); default 0. */
+      people: z.number().min(0).max(1).optional(),
+    }).strict()).min(1),
+  }).strict().optional(),
+  /** The data stage (src/recipes/retail/prepare.ts), run by `longrun train` before everything else. */
+  prepare: z.unknown().optional(),
+  grpo: z.unknown().optional(),
+}).strict();
+
+export type RunFile = z.infer<typeof RunFileSchema>;
+
+/** A run file whose GRPO section may be absent (a run of the data, curriculum and SFT stages only, e.g. pretraining). */
+export function parseStagesRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig | null } {
+  const r = RunFileSchema.safeParse(raw);
+  if (!r.success) throw new Error(`invalid run config:\n${r.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`).join('\n')}`);
+  const sft = r.data.sft;
+  if (sft && (sft.data === undefined) === (sft.stream === undefined)) throw new Error('invalid run config:\n  sft: give exactly one of sft.data (a trajectories file) and sft.stream (fresh conversations)');
+  if (sft?.stream !== undefined && r.data.task !== 'retail-synth') throw new Error(`invalid run config:\n  sft.stream: streams retail-synth conversations; task is ${r.data.task}`);
+  if (r.data.sft?.stream !== undefined && r.data.grpo === undefined && r.data.sft.config.steps === undefined) throw new Error('invalid run config:\n  sft.config.steps: a streamed SFT stage needs a step count');
+  const trainer = r.data.grpo === undefined ? null : parseTrainerConfig(r.data.grpo);
+  if (r.data.backend) {
+    const bad = backendConflicts(r.data, trainer);
+    if (bad.length) throw new Error(`invalid run config:\n${bad.map((l) => `  ${l}`).join('\n')}`);
+  }
+  return { run: r.data, trainer };
+}
+
+/** What a run on a training backend (`backend:`) cannot do, as `path: reason` lines. */
+function backendConflicts(run: RunFile, trainer: TrainerConfig | null): string[] {
+  const out: string[] = [];
+  const why = 'the backend trains through Tinker\'s losses only (src/rl/backend-update.ts)';
+  if (run.policy.type !== 'gpt-oss') out.push(`policy.type: a run on a training backend needs policy.type gpt-oss (its tokenizer and chat format), not ${run.policy.type}`);
+  if (run.sft) out.push('sft: the SFT stage trains in process; run it without backend first, or drop it (a backend run is GRPO/RFT only)');
+  if (run.curriculum) out.push('curriculum: the copy curriculum trains in process; run it without backend first, or drop it');
+  if (run.engine.type === 'openai') out.push('engine.type: with a backend the rollouts sample on the backend; drop engine.type openai');
+  if (trainer === null) out.push('grpo: a run on a training backend needs a grpo section');
+  else {
+    if (trainer.actor.useKlLoss) out.push(`grpo.actor.useKlLoss: ${why}; a KL loss needs a reference model`);
+    if (trainer.algorithm.useKlInReward) out.push('grpo.algorithm.useKlInReward: a run on a training backend builds no reference model');
+    if (trainer.actor.entropyCoeff !== 0) out.push(`grpo.actor.entropyCoeff: ${why}; no entropy bonus`);
+    if (trainer.actor.policyLoss === 'gspo') out.push(`grpo.actor.policyLoss: ${why}; gspo has none (vanilla → ppo, sft → cross_entropy)`);
+    if (trainer.rollout.temperature !== 1) out.push(`grpo.rollout.temperature: a training backend scores at temperature 1; got ${trainer.rollout.temperature}`);
+  }
+  return out;
+}
+
+export function parseRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig } {
+  const { run, trainer } = parseStagesRunFile(raw);
+  if (trainer === null) throw new Error('invalid run config:\n  grpo: the GRPO trainer section is required');
+  return { run, trainer };
+}
+
+/**
+ * A raw run file whose gpt-oss policy starts from `checkpoint` (a model folder or SFT checkpoint) instead of a preset,
+ * with the data and SFT stages left out: for tools that evaluate or continue an existing run.
+ */
+export function runFileFromCheckpoint(raw: unknown, checkpoint: string, options: { keepSft?: boolean } = {}): Record<string, unknown> {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('invalid run config: not a mapping');
+  const file = { ...(raw as Record<string, unknown>) };
+  const policy: Record<string, unknown> = { ...(file.policy as Record<string, unknown> | undefined), checkpoint };
+  delete policy.preset;
+  delete policy.modelConfig;
+  delete file.prepare;
+  delete file.curriculum; // a checkpoint is past the curriculum: running it again would train over the loaded weights
+  if (!options.keepSft) delete file.sft;
+  return { ...file, policy };
+}
+
+export interface BuiltRun {
+  deps: Omit<TrainerDeps, 'config' | 'log'>;
+  /** Ends what the run holds open (a training backend's session). */
+  close?: () => Promise<void>;
+  /** The gpt-oss model, when the policy is one (for the SFT stage). */
+  model?: GptOssModel;
+  tokenizer: Tokenizer;
+  /** System prompt and tools the rollouts see, for rendering the SFT data the same way (retail-synth). */
+  conversation?: { systemPrompt: string; tools: ToolSpec[] };
+}
+
+function engineFor(run: RunFile, model: GptOssModel | undefined, fallback: InferenceEngine | undefined): InferenceEngine {
+  if (run.engine.type === 'openai') {
+    if (!run.engine.baseUrl || !run.engine.model) throw new Error('engine.type openai needs engine.baseUrl and engine.model');
+    return new OpenAICompatibleEngine({ baseUrl: run.engine.baseUrl, model: run.engine.model, concurrency: run.engine.concurrency });
+  }
+  if (model) {
+    const o = { maxBatchSize: run.engine.maxBatchSize, maxBatchTokens: run.engine.maxBatchTokens, sessionCapacity: run.engine.sessionCapacity ?? model.config.max_position_embeddings };
+    return run.engine.batching === 'step' ? createStepModelEngine(model, o) : createModelEngine(model, o);
+  }
+  if (fallback) return fallback;
+  throw new Error('no in-process engine for this policy');
+}
+
+interface PolicyAndEngine {
+  model?: GptOssModel;
+  policy: Policy;
+  engine: InferenceEngine;
+  actorUpdate?: TrainerDeps['actorUpdate'];
+  close?: () => Promise<void>;
+}
+
+/** The gpt-oss policy and its rollout engine: in process (`gptOss`), or on the run's training backend. */
+async function policyAndEngine(run: RunFile, vocabSize: number): Promise<PolicyAndEngine> {
+  const b = run.backend;
+  if (!b) {
+    const { model, policy } = gptOss(run, vocabSize);
+    return { model, policy, engine: engineFor(run, model, undefined) };
+  }
+  const lora = b.lora && { rank: b.lora.rank, seed: b.lora.seed ?? run.policy.seed, train_attn: b.lora.trainAttn, train_mlp: b.lora.trainMlp, train_unembed: b.lora.trainUnembed };
+  const backend = await TinkerBackend.create({ baseUrl: b.baseUrl, baseModel: b.model, lora });
+  const policy = new BackendPolicy(backend, { learningRate: run.policy.lr ?? 1e-5, beta1: b.adam.beta1, beta2: b.adam.beta2, eps: b.adam.eps, weightDecay: run.policy.weightDecay });
+  return { policy, engine: new BackendEngine(backend), actorUpdate: policy.actorUpdate(), close: () => backend.close() };
+}
+
+/**
+ * The gpt-oss policy. The frozen reference copy (a second model in memory, and a forward per step) is built only when
+ * the GRPO section has a KL term; without one the policy has no reference.
+ */
+function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: Policy } {
+  const p = run.policy;
+  const build = () => {
+    if (p.checkpoint) return loadModel(p.checkpoint, { grads: true });
+    if (!p.preset) throw new Error('policy.type gpt-oss needs policy.checkpoint or policy.preset');
+    return new GptOssModel(presetConfig(p.preset, { ...(p.modelConfig as Partial<GptOssConfigInput> | undefined), vocab_size: vocabSize }), { seed: p.seed, tiedInit: p.tiedInit });
+  };
+  const model = build();
+  if (model.config.vocab_size < vocabSize) throw new Error(`the model's vocabulary (${model.config.vocab_size}) is smaller than the tokenizer's (${vocabSize})`);
+  let reference: GptOssModel | 'adapters-off' | null = null;
+  if (run.grpo === undefined || needsReferencePolicy(parseTrainerConfig(run.grpo))) {
+    if (p.reference === 'adapters-off') reference = 'adapters-off';
+    else reference = p.checkpoint ? loadModel(p.checkpoint, { grads: false }) : new GptOssModel(model.config, { seed: p.seed, grads: false, tiedInit: p.tiedInit });
+  }
+  return { model, policy: new GptOssPolicy(model, { optimizer: { lr: p.lr ?? 1e-5, weightDecay: p.weightDecay }, reference }) };
+}
+
+export async function buildRun(run: RunFile): Promise<BuiltRun> {
+  if (run.taskOptions.trainFamilies && run.task !== 'retail-synth') throw new Error(`taskOptions.trainFamilies applies to task retail-synth only, not ${run.task}`);
+  if (run.task === 'toy') {
+    const s = createToySetup({ lr: run.policy.type === 'tabular' ? run.policy.lr : undefined });
+    const common = { format: s.format as ChatFormat, makeEnv: s.makeEnv as () => AgentEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId };
+    if (run.policy.type === 'tabular') return { deps: { ...common, policy: s.policy, engine: engineFor(run, undefined, s.engine) }, tokenizer: s.tokenizer };
+    const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, s.tokenizer.vocabSize);
+    return { deps: { ...common, policy, engine, actorUpdate }, model, tokenizer: s.tokenizer, close };
+  }
+  if (run.policy.type !== 'gpt-oss') throw new Error(`policy.type ${run.policy.type} only works with task: toy`);
+  if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file, o200k_harmony or qwen3)');
+  if (run.task === 'retail-synth') return buildSynthRun(run);
+  const { makeRetailEnv, loadRetailTaskSet } = await import('../domains/retail/register.ts');
+  const version = run.task === 'retail-v0' ? 'v0' : 'v1';
+  const tokenizer = loadTokenizer(run.policy.tokenizer);
+  const format = createChatFormat(run.policy.format, tokenizer);
+  const o = run.taskOptions;
+  const train = loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.split }).tasks.slice(0, o.maxTasks);
+  const val = o.valSplit ? loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.valSplit }).tasks : undefined;
+  const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, tokenizer.vocabSize);
+  const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
+  return {
+    close,
+    deps: {
+      policy,
+      engine,
+      actorUpdate,
+      format,
+      makeEnv: () => makeRetailEnv(version, { dataDir: o.dataDir, split: o.split }),
+      trainTasks: train.map((t) => t.id),
+      valTasks: val?.map((t) => t.id),
+      makeValEnv: o.valSplit ? () => makeRetailEnv(version, { dataDir: o.dataDir, split: o.valSplit }) : undefined,
+      padId: pad,
+      loop: { greeting: GREETING },
+    },
+    model,
+    tokenizer,
+  };
+}
+
+/** The GRPO training tasks of a synthetic task set: the first `maxTasks`, of the `trainFamilies` when given. */
+function trainTasksOf(tasks: LoadedSynthTaskSet['tasks'], o: RunFile['taskOptions']): string[] {
+  const families = o.trainFamilies ? new Set<string>(o.trainFamilies) : undefined;
+  const kept = families ? tasks.filter((t) => families.has(t.longrun.family)) : tasks;
+  if (kept.length === 0) throw new Error(`taskOptions.trainFamilies ${JSON.stringify(o.trainFamilies)}: the training task set has no task of these families`);
+  return kept.slice(0, o.maxTasks).map((t) => t.id);
+}
+
+/** Synthetic retail task sets (`longrun gen tasks`) played against the scripted user. */
+async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
+  const { readTaskSet } = await import('../domains/retail/synth/taskset.ts');
+  const { makeSynthRetailEnv } = await import('../domains/retail/synth/env.ts');
+  const { conversationDefaults } = await import('./retail/prepare.ts');
+  const o = run.taskOptions;
+  if (!o.dataDir) throw new Error('task retail-synth needs taskOptions.dataDir (a task-set folder from `longrun gen tasks`)');
+  if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file, o200k_harmony or qwen3)');
+  const trainSet = readTaskSet(o.dataDir);
+  const valSet = o.valDir ? readTaskSet(o.valDir) : undefined;
+  const tokenizer = loadTokenizer(run.policy.tokenizer);
+  const format = createChatFormat(run.policy.format, tokenizer);
+  const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, tokenizer.vocabSize);
+  const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
+  const envOptions = { maxSteps: o.maxSteps };
+  // The same system prompt and tool schemas for the SFT data and the rollouts (train and validation).
+  const conversation = conversationDefaults(trainSet, o.tools);
+  const families = new Map([...trainSet.tasks, ...(valSet?.tasks ?? [])].map((t) => [t.id, t.longrun.family]));
+  return {
+    close,
+    deps: {
+      policy,
+      engine,
+      actorUpdate,
+      format,
+      makeEnv: () => makeSynthRetailEnv(trainSet, envOptions),
+      trainTasks: trainTasksOf(trainSet.tasks, o),
+      valTasks: valSet?.tasks.map((t) => t.id),
+      makeValEnv: valSet ? () => makeSynthRetailEnv(valSet, envOptions) : undefined,
+      taskFamily: (id) => families.get(id),
+      padId: pad,
+      loop: { greeting: GREETING, ...conversation },
+    },
+    model,
+    tokenizer,
+    conversation,
+  };
+}

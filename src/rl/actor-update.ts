@@ -1,0 +1,190 @@
+/**
+ * The actor update of one GRPO step: `ppoEpochs` passes over the batch, each split into mini-batches of
+ * `ppoMiniBatchSize` groups (one optimizer step each), each mini-batch run as micro-batches (forward, loss, backward;
+ * the gradients accumulate). This is PPO's K epochs of minibatch SGD on one batch of samples (Schulman et al.,
+ * arXiv 1707.06347, Algorithm 1), with verl's batch-size names
+ * (https://verl.readthedocs.io/en/latest/examples/config.html: `ppo_mini_batch_size`, `ppo_micro_batch_size_per_gpu`,
+ * `use_dynamic_bsz` + `ppo_max_token_len_per_gpu`, `ppo_epochs`).
+ *
+ * π_old is the batch's `old_log_probs`, fixed for the whole update: after the first optimizer step the later
+ * mini-batches and epochs are off-policy, so their ratio π/π_old moves away from 1 and the clip engages. In bypass
+ * mode (`rolloutCorrection.bypassMode`) π_old is the rollout's log-probs, which is the same policy.
+ *
+ * The loss of a mini-batch: the clipped surrogate with an entropy bonus (PPO, arXiv 1707.06347, Eq. 9, without the
+ * value term) and GRPO's KL loss to the reference (DeepSeekMath, arXiv 2402.03300, §4.1):
+ *   agg(pg_loss) + kl_loss_coef · agg(kl(π, π_ref)) − entropy_coeff · agg(H)
+ * where agg divides by the MINI-BATCH's token or sequence count (aggregate.ts), so each micro-batch contributes its
+ * share and the summed gradient is the mini-batch gradient however the rows are split.
+ *
+ * Row selection (`keep`, rejection-sampling fine-tuning): each mini-batch covers the same rows as without it, and the
+ * rows not kept are dropped from it before any forward, so the denominators count only kept rows and the policy never
+ * scores the others. A mini-batch with no kept row takes no optimizer step at all (not a zero-gradient step, which
+ * AdamW's momentum and weight decay would still turn into a move).
+ */
+import type { Batch } from '../rollout/batch.ts';
+import { aggregateLoss, aggregationDenominators, type AggregationDenominators } from './aggregate.ts';
+import type { TrainerConfig } from './config.ts';
+import { klPenalty } from './kl.ts';
+import type { Policy } from './policy.ts';
+import { computePolicyLoss, policyLossAggregation } from './policy-loss.ts';
+
+export interface ActorUpdateOptions {
+  actor: TrainerConfig['actor'];
+  /** Rows (trajectories) per mini-batch: `ppoMiniBatchSize` groups × n. */
+  miniBatchRows: number;
+  /** The rollout temperature (log-probs are scored at it). */
+  temperature: number;
+  /** `loss_scale_factor` of seq-mean-token-sum-norm. */
+  lossScaleFactor: number;
+  /** Per row of the batch: train on it (≠ 0) or drop it (0). Default: every row. */
+  keep?: ArrayLike<number>;
+}
+
+/** One mini-batch's loss terms (its aggregates, summed over its micro-batches) and the token-weighted PPO statistics. */
+interface MiniBatchStats {
+  pgLoss: number;
+  klLoss: number;
+  entropy: number;
+  clipFrac: number;
+  clipFracLower: number;
+  ppoKl: number;
+  micro: number;
+}
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+/** Runs the update; returns the `actor/*` metrics (means over the optimizer steps). */
+export async function updateActor(policy: Policy, batch: Batch, o: ActorUpdateOptions): Promise<Record<string, number>> {
+  const a = o.actor;
+  const perStep: MiniBatchStats[] = [];
+  const gradNorms: number[] = [];
+  let skipped = 0;
+  const minis = miniBatchIndices(batch.size, o.miniBatchRows, o.keep).filter((rows) => rows.length > 0);
+  for (let epoch = 0; epoch < a.ppoEpochs; epoch++) {
+    for (const rows of minis) {
+      const mini = batch.select({ indices: rows });
+      policy.zeroGrad();
+      perStep.push(await accumulateMiniBatch(policy, mini, o));
+      const r = await policy.optimizerStep({ gradClip: a.gradClip });
+      gradNorms.push(r.gradNorm);
+      if (r.skipped) skipped++;
+    }
+  }
+  const avg = (f: (s: MiniBatchStats) => number) => mean(perStep.map(f));
+  const out: Record<string, number> = {
+    'actor/pg_loss': avg((s) => s.pgLoss),
+    'actor/pg_clipfrac': avg((s) => s.clipFrac),
+    'actor/pg_clipfrac_lower': avg((s) => s.clipFracLower),
+    'actor/ppo_kl': avg((s) => s.ppoKl),
+    'actor/grad_norm': mean(gradNorms),
+    'actor/optimizer_steps': perStep.length,
+    'actor/micro_batches': perStep.reduce((x, s) => x + s.micro, 0),
+    'actor/skipped_steps': skipped,
+  };
+  if (a.useKlLoss) out['actor/kl_loss'] = avg((s) => s.klLoss);
+  if (a.entropyCoeff !== 0) out['actor/entropy_loss'] = avg((s) => s.entropy);
+  return out;
+}
+
+/**
+ * The rows of each mini-batch: consecutive runs of `miniBatchRows` rows (the last may be shorter), without the rows
+ * `keep` drops; a mini-batch may come out empty.
+ */
+export function miniBatchIndices(rows: number, miniBatchRows: number, keep?: ArrayLike<number>): number[][] {
+  if (!(Number.isInteger(miniBatchRows) && miniBatchRows >= 1)) throw new RangeError(`actor update: miniBatchRows must be a positive integer, got ${miniBatchRows}`);
+  if (keep && keep.length !== rows) throw new Error(`actor update: keep has ${keep.length} entries for ${rows} rows`);
+  const out: number[][] = [];
+  for (let start = 0; start < rows; start += miniBatchRows) {
+    const mini: number[] = [];
+    for (let i = start; i < Math.min(start + miniBatchRows, rows); i++) if (!keep || keep[i]) mini.push(i);
+    out.push(mini);
+  }
+  return out;
+}
+
+/** Forward + backward of every micro-batch of one mini-batch, with the mini-batch's aggregation denominators. */
+async function accumulateMiniBatch(policy: Policy, mini: Batch, o: ActorUpdateOptions): Promise<MiniBatchStats> {
+  const R = mini.tensor('responses').shape[1];
+  const denominators = aggregationDenominators(mini.tensor('response_mask').data, mini.size, R);
+  const s: MiniBatchStats = { pgLoss: 0, klLoss: 0, entropy: 0, clipFrac: 0, clipFracLower: 0, ppoKl: 0, micro: 0 };
+  for (const micro of microBatches(mini, o.actor)) {
+    const m = await microBatchBackward(policy, micro, denominators, o);
+    s.pgLoss += m.pgLoss;
+    s.klLoss += m.klLoss;
+    s.entropy += m.entropy;
+    // PPO statistics are token means over the mini-batch: each micro-batch weighs in by its share of the tokens.
+    const share = denominators.tokens > 0 ? m.tokens / denominators.tokens : 0;
+    s.clipFrac += share * m.clipFrac;
+    s.clipFracLower += share * m.clipFracLower;
+    s.ppoKl += share * m.ppoKl;
+    s.micro++;
+  }
+  return s;
+}
+
+async function microBatchBackward(policy: Policy, micro: Batch, denominators: AggregationDenominators, o: ActorUpdateOptions) {
+  const a = o.actor;
+  const B = micro.size;
+  const R = micro.tensor('responses').shape[1];
+  const mask = micro.tensor('response_mask').data;
+  const agg = { lossScaleFactor: o.lossScaleFactor, denominators };
+  const wantEntropy = a.entropyCoeff !== 0;
+  const cur = await policy.logprobs(micro, { temperature: o.temperature, grad: true, entropy: wantEntropy });
+  const pg = computePolicyLoss(a.policyLoss, {
+    logprobs: cur.logprobs,
+    oldLogprobs: micro.tensor('old_log_probs').data,
+    advantages: micro.tensor('advantages').data,
+    responseMask: mask,
+    rows: B,
+    cols: R,
+    isWeights: micro.hasTensor('rollout_is_weights') ? micro.tensor('rollout_is_weights').data : undefined,
+  }, { clipRatio: a.clipRatio, clipRatioLow: a.clipRatioLow, clipRatioHigh: a.clipRatioHigh, clipRatioC: a.clipRatioC });
+  const pgAgg = aggregateLoss(pg.losses, mask, B, R, policyLossAggregation(a.policyLoss, a.lossAggMode), agg);
+  const dLogprobs = new Float32Array(B * R);
+  for (let k = 0; k < B * R; k++) dLogprobs[k] = pgAgg.weights[k] * pg.dLogprob[k];
+  let klLoss = 0;
+  if (a.useKlLoss) {
+    const kl = klPenalty(cur.logprobs, micro.tensor('ref_log_prob').data, mask, B, R, a.klLossType);
+    const klAgg = aggregateLoss(kl.values, mask, B, R, a.lossAggMode, agg);
+    for (let k = 0; k < B * R; k++) dLogprobs[k] += a.klLossCoef * klAgg.weights[k] * kl.dLogprob[k];
+    klLoss = klAgg.value;
+  }
+  let dEntropy: Float32Array | undefined;
+  let entropy = 0;
+  if (wantEntropy) {
+    const ent = aggregateLoss(cur.entropy!, mask, B, R, a.lossAggMode, agg);
+    dEntropy = new Float32Array(B * R);
+    for (let k = 0; k < B * R; k++) dEntropy[k] = -a.entropyCoeff * ent.weights[k];
+    entropy = ent.value;
+  }
+  await policy.backward(dLogprobs, dEntropy);
+  let tokens = 0;
+  for (let k = 0; k < B * R; k++) tokens += mask[k];
+  return { pgLoss: pgAgg.value, klLoss, entropy, tokens, clipFrac: pg.stats.clipFrac, clipFracLower: pg.stats.clipFracLower, ppoKl: pg.stats.approxKl };
+}
+
+/**
+ * Fixed-size micro-batches (`ppoMicroBatchSize`), or with `ppoMaxTokenLenPerMicro` (verl's dynamic batch size): k =
+ * min(rows, ceil(total tokens / budget)) groups balanced by tokens (longest row first onto the lightest group), each
+ * kept in the original row order.
+ */
+export function microBatches(mini: Batch, a: TrainerConfig['actor']): Batch[] {
+  if (a.ppoMaxTokenLenPerMicro === undefined) return mini.split(Math.min(a.ppoMicroBatchSize ?? mini.size, mini.size));
+  const att = mini.tensor('attention_mask');
+  const W = att.shape[1];
+  const lengths = Array.from({ length: mini.size }, (_, i) => {
+    let n = 0;
+    for (let j = 0; j < W; j++) n += att.data[i * W + j];
+    return n;
+  });
+  const total = lengths.reduce((x, y) => x + y, 0);
+  const k = Math.min(mini.size, Math.ceil(total / a.ppoMaxTokenLenPerMicro));
+  const groups = Array.from({ length: k }, () => ({ load: 0, rows: [] as number[] }));
+  const order = lengths.map((_, i) => i).sort((x, y) => lengths[y] - lengths[x] || x - y);
+  for (const i of order) {
+    const g = groups.reduce((best, cur) => (cur.load < best.load ? cur : best));
+    g.load += lengths[i];
+    g.rows.push(i);
+  }
+  return groups.filter((g) => g.rows.length > 0).map((g) => mini.select({ indices: g.rows.sort((x, y) => x - y) }));
+}

@@ -1,0 +1,67 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Batch } from '../../src/rollout/batch.ts';
+import { LOSS_AGG_MODES } from '../../src/rl/aggregate.ts';
+import { updateActor } from '../../src/rl/actor-update.ts';
+import { parseTrainerConfig, type TrainerConfigInput } from '../../src/rl/config.ts';
+import { GptOssPolicy } from '../../src/rl/model-policy.ts';
+import { tinyTransformer, trainingBatch as seededBatch } from './policy-fixtures.ts';
+
+const SEED = 11;
+
+
+/** One optimizer step on a fresh copy of the same tiny model; returns its gradients (unclipped), weights and metrics. */
+async function update(batch: Batch, vocab: number, actor: NonNullable<TrainerConfigInput['actor']>) {
+  const model = tinyTransformer(vocab, SEED);
+  const policy = new GptOssPolicy(model, { optimizer: { lr: 1e-3, weightDecay: 0 }, reference: null });
+  const config = parseTrainerConfig({ data: { trainBatchSize: 3 }, rollout: { n: 3 }, actor: { gradClip: 0, useKlLoss: true, klLossCoef: 0.1, entropyCoeff: 0.01, ...actor }, trainer: { totalSteps: 1 } });
+  const metrics = await updateActor(policy, batch, { actor: config.actor, miniBatchRows: batch.size, temperature: 1, lossScaleFactor: 40 });
+  const grads = new Map([...model.gradients()].map(([name, g]) => [name, Float32Array.from(g.toArray())]));
+  const weights = new Map([...model.parameters()].map(([name, p]) => [name, Float32Array.from(p.data())]));
+  return { grads, weights, metrics };
+}
+
+function maxAbs(a: Float32Array): number {
+  let m = 0;
+  for (const x of a) m = Math.max(m, Math.abs(x));
+  return m;
+}
+
+function maxDiff(a: Float32Array, b: Float32Array): number {
+  let m = 0;
+  for (let k = 0; k < a.length; k++) m = Math.max(m, Math.abs(a[k] - b[k]));
+  return m;
+}
+
+describe('actor update: mini-batch denominators (the same update however the mini-batch is split)', () => {
+  for (const [policyLoss, mode] of [...LOSS_AGG_MODES.map((m) => ['vanilla', m] as const), ['gspo', 'seq-mean-token-mean'] as const]) {
+    it(`${policyLoss} + ${mode}, with KL loss and entropy bonus: 1 micro-batch = 3 fixed-size = token-budget micro-batches`, async () => {
+      const { batch, vocab } = await seededBatch(SEED, { reference: true });
+      const actor = { policyLoss, lossAggMode: mode };
+      const whole = await update(batch, vocab, actor);
+      let tokens = 0;
+      for (const x of batch.tensor('attention_mask').data) tokens += x;
+      const budget = Math.ceil(tokens / 4);
+      const splits = {
+        fixed: await update(batch, vocab, { ...actor, ppoMicroBatchSize: 3 }),
+        tokenBudget: await update(batch, vocab, { ...actor, ppoMaxTokenLenPerMicro: budget }),
+      };
+      assert.equal(whole.metrics['actor/micro_batches'], 1);
+      assert.equal(splits.fixed.metrics['actor/micro_batches'], 3);
+      assert.ok(splits.tokenBudget.metrics['actor/micro_batches'] >= 4, `token budget ${budget}: ${splits.tokenBudget.metrics['actor/micro_batches']} micro-batches`);
+      for (const [label, split] of Object.entries(splits)) {
+        for (const key of ['actor/pg_loss', 'actor/kl_loss', 'actor/entropy_loss', 'actor/pg_clipfrac', 'actor/ppo_kl', 'actor/grad_norm']) {
+          assert.ok(Math.abs(split.metrics[key] - whole.metrics[key]) <= 1e-5 * Math.max(1, Math.abs(whole.metrics[key])), `${label} ${key}: ${split.metrics[key]} vs ${whole.metrics[key]}`);
+        }
+        assert.ok(whole.metrics['actor/pg_clipfrac'] > 0, 'some tokens are clipped');
+        for (const [name, g] of whole.grads) {
+          const scale = maxAbs(g);
+          assert.ok(scale > 0, `${name} has a gradient`);
+          assert.ok(maxDiff(split.grads.get(name)!, g) <= 1e-5 * scale, `${label} gradient of ${name}: max diff ${maxDiff(split.grads.get(name)!, g)} at scale ${scale}`);
+        }
+        // After the AdamW step (lr 1e-3): the same weights, up to float noise (Adam's normalisation amplifies it on tiny gradients).
+        for (const [name, w] of whole.weights) assert.ok(maxDiff(split.weights.get(name)!, w) <= 2e-5, `${label} weights of ${name}: max diff ${maxDiff(split.weights.get(name)!, w)}`);
+      }
+    });
+  }
+});
