@@ -6,7 +6,10 @@
 import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
+import type { GptOssModel } from '../model/model.ts';
+import type { TrainingBackend } from '../rl/backend.ts';
 import { GptOssPolicy } from '../rl/model-policy.ts';
+import { SFT_BACKEND_STATE_DIR } from '../rl/sft-backend.ts';
 import { listCheckpoints } from '../rl/sft-checkpoint.ts';
 import { GrpoTrainer } from '../rl/trainer.ts';
 import type { TrainerConfig } from '../rl/config.ts';
@@ -53,10 +56,27 @@ function resumePoint(sft: NonNullable<RunFile['sft']>, print: (l: string) => voi
   return sft.resumeFrom;
 }
 
+/** Where the SFT stage trains: the run's training backend (`backend:`), else the in-process gpt-oss model. */
+function sftTarget(built: BuiltRun, what: string): { model: GptOssModel } | { backend: TrainingBackend; vocabSize: number } {
+  if (built.backend) return { backend: built.backend, vocabSize: built.tokenizer.vocabSize };
+  if (built.model) return { model: built.model };
+  throw new Error(`${what} needs policy.type gpt-oss`);
+}
+
+/**
+ * After the SFT stage: GRPO's KL reference is the SFT model; and GRPO starts with an optimizer of its own, as in
+ * process (the policy's AdamW is not SFT's), so on a backend the SFT weights are loaded back without its moments.
+ */
+async function afterSft(run: RunFile, built: BuiltRun, checkpointDir: string | null): Promise<void> {
+  if (built.deps.policy instanceof GptOssPolicy) built.deps.policy.resetReferenceToCurrent();
+  if (built.backend && checkpointDir && run.grpo !== undefined) await built.backend.loadState(join(checkpointDir, SFT_BACKEND_STATE_DIR), { optimizer: false });
+}
+
 /** A streamed SFT stage: fresh retail conversations every step (src/recipes/retail/stream.ts). */
 async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   const sft = run.sft!;
-  if (!built.model || !built.conversation) throw new Error('sft.stream needs task retail-synth and policy.type gpt-oss');
+  const target = sftTarget(built, 'sft.stream');
+  if (!built.conversation) throw new Error('sft.stream needs task retail-synth');
   const { runSft, parseSftConfig } = await import('../rl/sft.ts');
   const { RetailStream, heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } = await import('../recipes/retail/stream.ts');
   const config = parseSftConfig({ ...sft.config, padId: built.deps.padId });
@@ -71,7 +91,7 @@ async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) 
     `${config.steps} steps of ${config.rowsPerStep} × ${config.seqLen} tokens; ${held.length} held-out world seeds excluded; eval on ${evalDocs.length} conversations`);
   const every = Math.min(25, Math.max(1, Math.round((config.steps ?? 100) / 50)));
   const result = await runSft(config, {
-    model: built.model, data: { source: stream, eval: evalDocs }, outDir: sft.outDir, resume: resumePoint(sft, print), quiet,
+    ...target, data: { source: stream, eval: evalDocs }, outDir: sft.outDir, resume: resumePoint(sft, print), quiet,
     onStep: (m) => {
       if (m.step % every !== 0 && m.step !== 1) return;
       const st = stream.lastStats;
@@ -81,13 +101,13 @@ async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) 
     onEval: (m) => print(`sft eval at step ${m.step}: held-out loss ${m.evalLoss.toFixed(4)} over ${m.evalTokens} tokens`),
   });
   print(`sft: ${result.steps} steps, ${result.tokensSeen} tokens, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}${result.finalEvalLoss !== null ? `, held-out ${result.finalEvalLoss.toFixed(4)}` : ''}`);
-  if (built.deps.policy instanceof GptOssPolicy) built.deps.policy.resetReferenceToCurrent();
+  await afterSft(run, built, result.checkpointDir);
 }
 
 /** The SFT stage: warm-starts the gpt-oss policy from expert trajectories before GRPO. */
 async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   if (!run.sft) return;
-  if (!built.model) throw new Error('the sft stage needs policy.type gpt-oss');
+  const target = sftTarget(built, 'the sft stage');
   if (run.sft.stream !== undefined) return runStreamStage(run, built, print, quiet);
   const { runSft } = await import('../rl/sft.ts');
   const { docs, stats, seqLen, mix } = await sftDocuments(run, built);
@@ -96,15 +116,14 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
   if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
   let every = 0;
   const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, {
-    model: built.model, data: docs, outDir: run.sft.outDir, resume: true, quiet,
+    ...target, data: docs, outDir: run.sft.outDir, resume: true, quiet,
     onStep: (m) => {
       every ||= Math.max(1, Math.round((run.sft!.config.steps as number | undefined ?? 100) / 10));
       if (m.step % every === 0 || m.step === 1) print(`sft step ${m.step}: loss ${m.loss.toFixed(4)}, lr ${m.lr.toExponential(2)}, ${Math.round(m.tokensPerSec)} tok/s`);
     },
   });
   print(`sft: ${result.steps} steps, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}`);
-  // GRPO's KL reference is the SFT model.
-  if (built.deps.policy instanceof GptOssPolicy) built.deps.policy.resetReferenceToCurrent();
+  await afterSft(run, built, result.checkpointDir);
 }
 
 export async function trainCommand(opts: TrainCommandOptions, print: (line: string) => void = console.log): Promise<number> {
@@ -136,7 +155,7 @@ async function runStages(run: RunFile, config: TrainerConfig | null, built: Buil
   if (run.backend) {
     const b = run.backend;
     print(`backend: the policy trains on ${b.baseUrl ?? process.env.TINKER_BASE_URL ?? 'the hosted Tinker service'} (base model ${b.model}, ${b.lora ? `LoRA rank ${b.lora.rank}` : 'every weight'}); ` +
-      'rollouts sample there, the actor update is forward_backward + optim_step there' + (run.policy.preset || run.policy.checkpoint ? '; policy.preset/checkpoint are not loaded here' : ''));
+      `${run.sft ? 'SFT steps are forward_backward (cross_entropy) + optim_step there; ' : ''}rollouts sample there, the actor update is forward_backward + optim_step there` + (run.policy.preset || run.policy.checkpoint ? '; policy.preset/checkpoint are not loaded here' : ''));
   }
   await runCurriculumStage(run, built, print, quiet);
   await runSftStage(run, built, print, quiet);

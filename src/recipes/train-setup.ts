@@ -16,7 +16,7 @@
  *   reference: frozen-copy       # frozen-copy | adapters-off (built only when grpo has a KL loss or KL in the reward)
  * engine: { type: in-process, batching: step, maxBatchSize: 16 }   # or { type: openai, baseUrl, model }
  * backend: { type: tinker, baseUrl: http://127.0.0.1:8010, model: openai/gpt-oss-20b, lora: { rank: 32 } }
- *   # optional: the policy's weights live and train on a Tinker-compatible service (docs/tinker.md); GRPO only
+ *   # optional: the policy's weights live and train on a Tinker-compatible service (docs/tinker.md); SFT and GRPO
  * sft: { data: trajectories.jsonl, outDir: out/sft, config: { ... SftConfig } }   # optional stage before GRPO
  * grpo: { ... TrainerConfig, see config.ts }
  * ```
@@ -37,6 +37,7 @@ import { OpenAICompatibleEngine } from '../rollout/openai-engine.ts';
 import { GREETING } from '../tooluse/orchestrator.ts';
 import { needsReferencePolicy, parseTrainerConfig, type TrainerConfig } from '../rl/config.ts';
 import { GptOssPolicy } from '../rl/model-policy.ts';
+import type { TrainingBackend } from '../rl/backend.ts';
 import { BackendEngine, BackendPolicy } from '../rl/backend-policy.ts';
 import type { Policy } from '../rl/policy.ts';
 import { TinkerBackend } from '../rl/tinker/backend.ts';
@@ -215,11 +216,10 @@ function backendConflicts(run: RunFile, trainer: TrainerConfig | null): string[]
   const out: string[] = [];
   const why = 'the backend trains through Tinker\'s losses only (src/rl/backend-update.ts)';
   if (run.policy.type !== 'gpt-oss') out.push(`policy.type: a run on a training backend needs policy.type gpt-oss (its tokenizer and chat format), not ${run.policy.type}`);
-  if (run.sft) out.push('sft: the SFT stage trains in process; run it without backend first, or drop it (a backend run is GRPO/RFT only)');
   if (run.curriculum) out.push('curriculum: the copy curriculum trains in process; run it without backend first, or drop it');
   if (run.engine.type === 'openai') out.push('engine.type: with a backend the rollouts sample on the backend; drop engine.type openai');
-  if (trainer === null) out.push('grpo: a run on a training backend needs a grpo section');
-  else {
+  if (trainer === null && !run.sft) out.push('grpo: a run on a training backend needs a grpo or an sft section');
+  if (trainer !== null) {
     if (trainer.actor.useKlLoss) out.push(`grpo.actor.useKlLoss: ${why}; a KL loss needs a reference model`);
     if (trainer.algorithm.useKlInReward) out.push('grpo.algorithm.useKlInReward: a run on a training backend builds no reference model');
     if (trainer.actor.entropyCoeff !== 0) out.push(`grpo.actor.entropyCoeff: ${why}; no entropy bonus`);
@@ -255,8 +255,10 @@ export interface BuiltRun {
   deps: Omit<TrainerDeps, 'config' | 'log'>;
   /** Ends what the run holds open (a training backend's session). */
   close?: () => Promise<void>;
-  /** The gpt-oss model, when the policy is one (for the SFT stage). */
+  /** The gpt-oss model, when the policy is one and trains in process (for the SFT stage). */
   model?: GptOssModel;
+  /** The training backend the policy trains on (`backend:`), for the SFT stage. */
+  backend?: TrainingBackend;
   tokenizer: Tokenizer;
   /** System prompt and tools the rollouts see, for rendering the SFT data the same way (retail-synth). */
   conversation?: { systemPrompt: string; tools: ToolSpec[] };
@@ -280,6 +282,7 @@ interface PolicyAndEngine {
   policy: Policy;
   engine: InferenceEngine;
   actorUpdate?: TrainerDeps['actorUpdate'];
+  backend?: TrainingBackend;
   close?: () => Promise<void>;
 }
 
@@ -293,7 +296,7 @@ async function policyAndEngine(run: RunFile, vocabSize: number): Promise<PolicyA
   const lora = b.lora && { rank: b.lora.rank, seed: b.lora.seed ?? run.policy.seed, train_attn: b.lora.trainAttn, train_mlp: b.lora.trainMlp, train_unembed: b.lora.trainUnembed };
   const backend = await TinkerBackend.create({ baseUrl: b.baseUrl, baseModel: b.model, lora });
   const policy = new BackendPolicy(backend, { learningRate: run.policy.lr ?? 1e-5, beta1: b.adam.beta1, beta2: b.adam.beta2, eps: b.adam.eps, weightDecay: run.policy.weightDecay });
-  return { policy, engine: new BackendEngine(backend), actorUpdate: policy.actorUpdate(), close: () => backend.close() };
+  return { policy, engine: new BackendEngine(backend), actorUpdate: policy.actorUpdate(), backend, close: () => backend.close() };
 }
 
 /**
@@ -323,8 +326,8 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
     const s = createToySetup({ lr: run.policy.type === 'tabular' ? run.policy.lr : undefined });
     const common = { format: s.format as ChatFormat, makeEnv: s.makeEnv as () => AgentEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId };
     if (run.policy.type === 'tabular') return { deps: { ...common, policy: s.policy, engine: engineFor(run, undefined, s.engine) }, tokenizer: s.tokenizer };
-    const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, s.tokenizer.vocabSize);
-    return { deps: { ...common, policy, engine, actorUpdate }, model, tokenizer: s.tokenizer, close };
+    const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, s.tokenizer.vocabSize);
+    return { deps: { ...common, policy, engine, actorUpdate }, model, backend, tokenizer: s.tokenizer, close };
   }
   if (run.policy.type !== 'gpt-oss') throw new Error(`policy.type ${run.policy.type} only works with task: toy`);
   if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file, o200k_harmony or qwen3)');
@@ -336,7 +339,7 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
   const o = run.taskOptions;
   const train = loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.split }).tasks.slice(0, o.maxTasks);
   const val = o.valSplit ? loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.valSplit }).tasks : undefined;
-  const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, tokenizer.vocabSize);
+  const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, tokenizer.vocabSize);
   const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
   return {
     close,
@@ -353,6 +356,7 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
       loop: { greeting: GREETING },
     },
     model,
+    backend,
     tokenizer,
   };
 }
@@ -377,7 +381,7 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const valSet = o.valDir ? readTaskSet(o.valDir) : undefined;
   const tokenizer = loadTokenizer(run.policy.tokenizer);
   const format = createChatFormat(run.policy.format, tokenizer);
-  const { model, policy, engine, actorUpdate, close } = await policyAndEngine(run, tokenizer.vocabSize);
+  const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, tokenizer.vocabSize);
   const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
   const envOptions = { maxSteps: o.maxSteps };
   // The same system prompt and tool schemas for the SFT data and the rollouts (train and validation).
@@ -399,6 +403,7 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
       loop: { greeting: GREETING, ...conversation },
     },
     model,
+    backend,
     tokenizer,
     conversation,
   };

@@ -6,6 +6,8 @@
  *   trainer.json                      step, optimizer step, tokens seen, config, data fingerprint (written last)
  * It is written under a temporary name and renamed when complete, so a crash never leaves a half checkpoint under a
  * real name. The data order is a pure function of (seed, epoch), so no RNG state needs saving.
+ * A run on a training backend writes `trainer.json` (with `backend: true`) and the backend's state instead
+ * (sft-backend.ts); each kind of checkpoint is refused by the other kind of run.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,6 +31,8 @@ export const SftTrainerStateSchema = z.object({
   config: z.record(z.string(), z.unknown()),
   trainableNames: z.array(z.string()),
   lastLoss: z.number().nullable(),
+  /** Written through a training backend (sft-backend.ts): the weights are the backend's, in `sft-policy/`. */
+  backend: z.literal(true).optional(),
 });
 export type SftTrainerState = z.infer<typeof SftTrainerStateSchema>;
 
@@ -109,6 +113,7 @@ export function readSftCheckpoint(dir: string, model: GptOssModel): LoadedSftChe
     if (error instanceof Error && error.message.startsWith('cannot resume')) throw error;
     fail(dir, `trainer.json is missing or unreadable (${(error as Error).message}) — a partial checkpoint?`, error);
   }
+  if (state.backend) fail(dir, 'it was written by an SFT run on a training backend (its weights are the backend\'s, see sft-policy/); resume it with the same backend');
   let weights: ReturnType<typeof loadCheckpoint>;
   try {
     weights = loadCheckpoint(dir);

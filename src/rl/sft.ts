@@ -12,6 +12,11 @@
  * Every `evalEvery` steps and at the end: held-out loss Σ m·NLL / Σ m. Every `checkpointEvery` steps and at the end:
  * a checkpoint (model, AdamW moments and step, trainer state); resuming from it continues bit-identically.
  * Metrics go to `OUT/metrics.jsonl`, one JSON object per step (`type: 'train'`) or evaluation (`type: 'eval'`).
+ *
+ * Given a `backend` (a `TrainingBackend`, backend.ts) instead of a `model`, the same steps run through the seam:
+ * per micro-batch a `forward_backward` with loss `cross_entropy` and weights m/W, per step an `optim_step` with the
+ * same AdamW parameters, the schedule's learning rate and the clip; checkpoints through the backend's save, the
+ * held-out loss through `forward` (sft-backend.ts). Without a backend nothing changes.
  */
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,9 +26,11 @@ import { z } from 'zod';
 import { clipGradNorm, globalNorm, Mulberry32Rng, type AdamW } from '../engine/index.ts';
 import type { GptOssModel } from '../model/index.ts';
 import { saveModel } from '../model/checkpoint/index.ts';
+import type { TrainingBackend } from './backend.ts';
 import { accumulationGrad, documentWeight, microBatches, microBatchInput, packDocuments, type PackedRow, type SftDocument } from './packing.ts';
 import { lrAt, type LrSchedule } from './schedule.ts';
-import { listCheckpoints, readSftCheckpoint, trainableNames, writeCheckpoint, type SftTrainerState } from './sft-checkpoint.ts';
+import { listCheckpoints, readSftCheckpoint, trainableNames, writeCheckpoint, type LoadedSftCheckpoint, type SftTrainerState } from './sft-checkpoint.ts';
+import { backendSftStep, evaluateSftViaBackend, readBackendCheckpoint, writeBackendCheckpoint, type LoadedBackendCheckpoint } from './sft-backend.ts';
 
 export const SftConfigSchema = z
   .object({
@@ -96,6 +103,7 @@ export interface SftStepMetrics {
   /** Mean NLL of the other targets, when `contextLossWeight` > 0. */
   contextLoss?: number;
   lr: number;
+  /** Before clipping. On a backend: the `grad_norm` its optim_step reports, NaN (null in the file) when it reports none. */
   gradNorm: number;
   /** True when the update was skipped for a non-finite gradient norm. */
   skipped: boolean;
@@ -105,6 +113,7 @@ export interface SftStepMetrics {
   microBatches: number;
   tokensSeen: number;
   tokensPerSec: number;
+  /** In process: the model's peak working memory; 0 on a backend. */
   peakBytes: number;
   /** Seconds spent building the step's documents (streamed sources). */
   dataSeconds?: number;
@@ -118,7 +127,15 @@ export interface SftEvalMetrics {
 }
 
 export interface SftRunOptions {
-  model: GptOssModel;
+  /** The model trained in process; or give `backend`. */
+  model?: GptOssModel;
+  /**
+   * A training backend to train through instead (sft-backend.ts): its weights are the policy's, its optimizer the
+   * run's. The run holds no weights then: no OUT/model is written (the final checkpoint is the backend's).
+   */
+  backend?: TrainingBackend;
+  /** With a backend: the vocabulary size the documents' token ids are checked against (default: not checked here). */
+  vocabSize?: number;
   /** Saved as OUT/tokenizer.json when a fresh run starts (a resumed run leaves it alone). */
   tokenizer?: { save(path: string): void };
   /**
@@ -154,7 +171,7 @@ export interface SftResult {
   resumedFromStep: number | null;
   /** The last checkpoint written. */
   checkpointDir: string | null;
-  /** OUT/model (plain HF-style checkpoint), written when training finished all steps. */
+  /** OUT/model (plain HF-style checkpoint), written when training finished all steps in process (null on a backend). */
   modelDir: string | null;
   stoppedEarly: boolean;
   rows: number;
@@ -278,16 +295,22 @@ function checkDocuments(docs: readonly SftDocument[], vocab: number, seqLen: num
 /** Runs SFT. See the file comment for the step; `SftConfigSchema` for the knobs. */
 export async function runSft(configInput: SftConfigInput | SftConfig, options: SftRunOptions): Promise<SftResult> {
   const config = parseSftConfig(configInput);
-  const { model, outDir } = options;
-  if (model.gradients().size === 0) throw new Error('sft: the model has no gradient buffers (construct it with grads: true)');
-  if (config.padId >= model.config.vocab_size) throw new Error(`sft: padId ${config.padId} is outside the model's vocabulary (${model.config.vocab_size})`);
+  const { outDir, backend } = options;
+  if (backend && options.model) throw new Error('sft: give either a model (training in process) or a backend (training through it), not both');
+  if (!backend && !options.model) throw new Error('sft: no model and no backend to train');
+  if (backend && options.vocabSize !== undefined && !(Number.isInteger(options.vocabSize) && options.vocabSize >= 1)) throw new Error(`sft: vocabSize must be a positive integer, got ${options.vocabSize}`);
+  // In process the model is always there; on a backend, `model` is undefined and never read.
+  const model = options.model as GptOssModel;
+  const vocab = backend ? options.vocabSize ?? Number.MAX_SAFE_INTEGER : model.config.vocab_size;
+  if (!backend && model.gradients().size === 0) throw new Error('sft: the model has no gradient buffers (construct it with grads: true)');
+  if (!backend && config.padId >= model.config.vocab_size) throw new Error(`sft: padId ${config.padId} is outside the model's vocabulary (${model.config.vocab_size})`);
   const data = options.data;
   const sets = Array.isArray(data)
     ? splitEval(data as readonly SftDocument[], config.evalFraction, config.seed)
     : { train: 'train' in data ? [...data.train] : [], eval: [...((data as { eval?: readonly SftDocument[] }).eval ?? [])] };
   const streamed = !Array.isArray(data) && 'source' in data;
-  if (!streamed) checkDocuments(sets.train, model.config.vocab_size, config.seqLen, 'train');
-  checkDocuments(sets.eval, model.config.vocab_size, config.seqLen, 'eval');
+  if (!streamed) checkDocuments(sets.train, vocab, config.seqLen, 'train');
+  checkDocuments(sets.eval, vocab, config.seqLen, 'eval');
   const plan: SftSource = streamed ? (data as { source: SftSource }).source : new SftPlan(sets.train, config);
   if (streamed && config.steps === undefined) throw new Error('sft: a streamed data source has no epochs; set config.steps');
   const totalSteps = config.steps ?? config.epochs * plan.stepsPerEpoch;
@@ -305,7 +328,7 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   if (!options.resume && existing.length > 0) {
     throw new Error(`sft: ${ckptRoot} already holds checkpoints (newest ${existing.at(-1)!.dir}); pass resume ('longrun sft --resume') to continue, or use another output folder`);
   }
-  const loaded = resumeDir !== undefined ? readSftCheckpoint(resumeDir, model) : null;
+  const loaded: LoadedSftCheckpoint | LoadedBackendCheckpoint | null = resumeDir === undefined ? null : backend ? readBackendCheckpoint(resumeDir) : readSftCheckpoint(resumeDir, model);
   if (loaded) {
     const saved = (k: (typeof RESUME_KEYS)[number]) => loaded.state.config[k] ?? RESUME_DEFAULTS[k];
     const diffs = RESUME_KEYS.filter((k) => JSON.stringify(saved(k)) !== JSON.stringify(config[k]));
@@ -319,14 +342,15 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   }
 
   mkdirSync(outDir, { recursive: true });
-  const opt: AdamW = model.optimizer({ lr: lrAt(0, schedule), beta1: config.beta1, beta2: config.beta2, eps: config.eps, weightDecay: config.weightDecay });
-  const names = trainableNames(model);
-  const grads = [...model.gradients().values()];
+  const opt: AdamW | null = backend ? null : model.optimizer({ lr: lrAt(0, schedule), beta1: config.beta1, beta2: config.beta2, eps: config.eps, weightDecay: config.weightDecay });
+  const names = backend ? [] : trainableNames(model);
+  const grads = backend ? [] : [...model.gradients().values()];
   let step = 0, tokensSeen = 0, skippedSteps = 0;
   let lastLoss: number | null = null;
   let lastEvalStep = -1;
   if (loaded) {
-    loaded.apply(model, opt);
+    if ('restore' in loaded) await loaded.restore(backend!);
+    else loaded.apply(model, opt!);
     step = loaded.state.step;
     tokensSeen = loaded.state.tokensSeen;
     skippedSteps = loaded.state.skippedSteps;
@@ -350,19 +374,19 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
     // Saved up front so a resumed run (e.g. `longrun sft --resume`) can read back the very same tokenizer.
     options.tokenizer?.save(join(outDir, 'tokenizer.json'));
   }
-  model.zeroGrad();
+  if (!backend) model.zeroGrad();
 
   const history: SftStepMetrics[] = [];
   const evals: SftEvalMetrics[] = [];
   let checkpointDir: string | null = loaded?.dir ?? null;
   const stateNow = (): SftTrainerState => ({
-    format: 'longrun-sft-checkpoint', version: 1, step, totalSteps, optimizerStep: opt.step, tokensSeen, skippedSteps, dataFingerprint,
-    config: config as unknown as Record<string, unknown>, trainableNames: names, lastLoss,
+    format: 'longrun-sft-checkpoint', version: 1, step, totalSteps, optimizerStep: opt ? opt.step : step - skippedSteps, tokensSeen, skippedSteps, dataFingerprint,
+    config: config as unknown as Record<string, unknown>, trainableNames: names, lastLoss, ...(backend ? { backend: true as const } : {}),
   });
   const log = (m: SftStepMetrics | SftEvalMetrics) => appendFileSync(metricsPath, JSON.stringify(m) + '\n');
-  const runEval = () => {
+  const runEval = async () => {
     if (sets.eval.length === 0) return;
-    const r = evaluateSft(model, sets.eval, config);
+    const r = backend ? await evaluateSftViaBackend(backend, sets.eval, config) : evaluateSft(model, sets.eval, config);
     const m: SftEvalMetrics = { type: 'eval', step, evalLoss: r.loss, evalTokens: r.tokens };
     lastEvalStep = step;
     evals.push(m);
@@ -381,31 +405,40 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
       const t0 = performance.now();
       const data = await plan.stepData(step);
       const dataSeconds = (performance.now() - t0) / 1000;
-      if (streamed) checkDocuments(data.rows.flatMap((r) => r.docs.map((i) => data.docs[i])), model.config.vocab_size, config.seqLen, `step ${step + 1}`);
-      const inputs = microBatches(data.rows, data.rows.map((_, i) => i), config.microBatchTokens)
-        .map((mb) => microBatchInput(data.docs, data.rows, mb, config.padId, config.contextLossWeight));
+      if (streamed) checkDocuments(data.rows.flatMap((r) => r.docs.map((i) => data.docs[i])), vocab, config.seqLen, `step ${step + 1}`);
+      const mbs = microBatches(data.rows, data.rows.map((_, i) => i), config.microBatchTokens);
+      const inputs = mbs.map((mb) => microBatchInput(data.docs, data.rows, mb, config.padId, config.contextLossWeight));
       let W = 0, A = 0, tokens = 0, padded = 0, nll = 0, contextNll = 0, contextCount = 0, peakBytes = 0;
       for (const x of inputs) { W += x.weightSum; A += x.assistantWeight; tokens += x.realTokens; padded += x.tokens.length; }
-      for (const x of inputs) {
-        const r = model.forward(x);
-        for (let i = 0; i < x.targets.length; i++) {
-          if (x.targets[i] < 0) continue;
-          if (x.assistantMask[i]) nll -= r.logprobs[i];
-          else if (x.lossMask[i] > 0) { contextNll -= r.logprobs[i]; contextCount++; }
+      const lr = lrAt(step, schedule);
+      let gradNorm: number, skipped: boolean;
+      if (backend) {
+        const r = await backendSftStep(backend, data.docs, data.rows, mbs, {
+          stepWeight: W, contextWeight: config.contextLossWeight, lr, beta1: config.beta1, beta2: config.beta2, eps: config.eps, weightDecay: config.weightDecay, gradClip: config.gradClip,
+        });
+        ({ nll, contextNll, contextCount, gradNorm, skipped } = r);
+        if (skipped) skippedSteps++;
+      } else {
+        for (const x of inputs) {
+          const r = model.forward(x);
+          for (let i = 0; i < x.targets.length; i++) {
+            if (x.targets[i] < 0) continue;
+            if (x.assistantMask[i]) nll -= r.logprobs[i];
+            else if (x.lossMask[i] > 0) { contextNll -= r.logprobs[i]; contextCount++; }
+          }
+          model.backward(accumulationGrad(x.lossMask, W));
+          peakBytes = Math.max(peakBytes, model.lastMemory?.peakBytes ?? 0);
         }
-        model.backward(accumulationGrad(x.lossMask, W));
-        peakBytes = Math.max(peakBytes, model.lastMemory?.peakBytes ?? 0);
+        gradNorm = config.gradClip > 0 ? clipGradNorm(grads, config.gradClip) : globalNorm(grads);
+        skipped = !Number.isFinite(gradNorm);
+        if (skipped) skippedSteps++;
+        else {
+          opt!.lr = lr;
+          opt!.update();
+        }
+        model.zeroGrad();
       }
       const loss = nll / A;
-      const gradNorm = config.gradClip > 0 ? clipGradNorm(grads, config.gradClip) : globalNorm(grads);
-      const lr = lrAt(step, schedule);
-      const skipped = !Number.isFinite(gradNorm);
-      if (skipped) skippedSteps++;
-      else {
-        opt.lr = lr;
-        opt.update();
-      }
-      model.zeroGrad();
       const epoch = plan.epochOf(step);
       step++;
       tokensSeen += tokens;
@@ -421,9 +454,9 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
       bar?.update(step, { loss: loss.toFixed(4), lr: lr.toExponential(2), tps: m.tokensPerSec.toFixed(0) });
       const aborted = options.signal?.aborted ?? false;
       const last = step === stopAt || aborted;
-      if ((config.evalEvery > 0 && step % config.evalEvery === 0) || step === totalSteps) runEval();
+      if ((config.evalEvery > 0 && step % config.evalEvery === 0) || step === totalSteps) await runEval();
       if ((config.checkpointEvery > 0 && step % config.checkpointEvery === 0) || last) {
-        checkpointDir = writeCheckpoint(ckptRoot, model, opt, stateNow(), config.keepCheckpoints);
+        checkpointDir = backend ? await writeBackendCheckpoint(ckptRoot, backend, stateNow(), config.keepCheckpoints) : writeCheckpoint(ckptRoot, model, opt!, stateNow(), config.keepCheckpoints);
       }
       if (aborted) {
         stoppedEarly = step < totalSteps;
@@ -435,13 +468,15 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
     if (step < totalSteps) stoppedEarly = true;
   } finally {
     bar?.stop();
-    opt.dispose();
+    opt?.dispose();
   }
   let modelDir: string | null = null;
   if (step === totalSteps) {
-    modelDir = join(outDir, 'model');
-    saveModel(modelDir, model);
-    if (lastEvalStep !== step) runEval();
+    if (!backend) {
+      modelDir = join(outDir, 'model');
+      saveModel(modelDir, model);
+    }
+    if (lastEvalStep !== step) await runEval();
   }
   return {
     steps: step, totalSteps, stepsPerEpoch: plan.stepsPerEpoch, history, evals, finalLoss: lastLoss, finalEvalLoss: evals.at(-1)?.evalLoss ?? null,

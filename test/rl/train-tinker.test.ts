@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { trainCommand } from '../../src/cli/train.ts';
 import { presetConfig } from '../../src/model/config.ts';
 import { GptOssModel } from '../../src/model/model.ts';
-import { parseRunFile } from '../../src/recipes/train-setup.ts';
+import { parseRunFile, parseStagesRunFile } from '../../src/recipes/train-setup.ts';
 import { createToySetup } from '../../src/recipes/toy/toy-task.ts';
 import { startTrainerServer } from '../../src/serve/trainer-server.ts';
 
@@ -103,6 +103,79 @@ describe('longrun train with backend: { type: tinker } through a local longrun s
     }
   });
 
+  it('runs an SFT stage and then GRPO through the server with the in-process SFT and GRPO metrics', { timeout: 600_000 }, async () => {
+    const root = mkdtempSync(join(tmpdir(), 'longrun-train-tinker-sft-'));
+    const vocab = createToySetup().tokenizer.vocabSize;
+    const srv = await startTrainerServer({ baseModel: BASE, makeBase: () => new GptOssModel(presetConfig('tiny-1m', { vocab_size: vocab }), { seed: 0 }), checkpointDir: join(root, 'server') });
+    try {
+      // Toy expert trajectories: a cue, a tool call with an argument, its result, a closing answer.
+      const data = join(root, 'toy-sft.jsonl');
+      writeFileSync(data, Array.from({ length: 12 }, (_, i) => JSON.stringify({
+        taskId: `toy-${i}`,
+        messages: [
+          { role: 'system', content: 'solve' },
+          { role: 'user', content: `please cue_${i % 4}` },
+          { role: 'assistant', content: '', toolCalls: [{ id: `c${i}`, name: ['tool_a', 'tool_b', 'tool_c'][i % 3], arguments: { x: i % 3 } }] },
+          { role: 'tool', id: `c${i}`, content: i % 2 ? 'ok' : 'wrong' },
+          { role: 'assistant', content: 'done' },
+        ],
+      })).join('\n') + '\n');
+      const sftRunFile = (dir: string, backend?: string, grpo = true) => {
+        const file = runFile(dir, backend);
+        const text = readFileSync(file, 'utf8').replace('  trainer:\n    totalSteps: 2', '  trainer:\n    totalSteps: 1');
+        const sft = [
+          `sft: { data: ${JSON.stringify(data)}, outDir: ${JSON.stringify(join(dir, 'sft'))},`,
+          // Two micro-batches per step, warmup + cosine, weight decay, a clip that engages, context tokens, held-out loss.
+          '  config: { seqLen: 48, microBatchTokens: 96, rowsPerStep: 4, steps: 3, lr: 0.01, warmupSteps: 1, gradClip: 0.5, weightDecay: 0.01, contextLossWeight: 0.1, evalFraction: 0.25, seed: 2 } }',
+        ];
+        writeFileSync(file, (grpo ? text : text.slice(0, text.indexOf('grpo:'))) + '\n' + sft.join('\n') + '\n');
+        return file;
+      };
+      const localDir = join(root, 'local');
+      const remoteDir = join(root, 'remote');
+      mkdirSync(localDir, { recursive: true });
+      mkdirSync(remoteDir, { recursive: true });
+      const backend = `{ type: tinker, baseUrl: ${JSON.stringify(srv.url)}, model: ${BASE} }`;
+      assert.equal(await trainCommand({ config: sftRunFile(localDir) }, () => undefined), 0);
+      const lines: string[] = [];
+      assert.equal(await trainCommand({ config: sftRunFile(remoteDir, backend) }, (l) => lines.push(l)), 0);
+      assert.match(lines[0], /SFT steps are forward_backward \(cross_entropy\) \+ optim_step there/);
+      const sftRows = (dir: string) => readFileSync(join(dir, 'sft', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+      const local = sftRows(localDir), remote = sftRows(remoteDir);
+      assert.deepEqual(remote.map((r) => `${r.type}${r.step}`), local.map((r) => `${r.type}${r.step}`));
+      assert.deepEqual(local.map((r) => `${r.type}${r.step}`), ['train1', 'train2', 'train3', 'eval3']);
+      local.forEach((l, i) => {
+        for (const k of ['loss', 'contextLoss', 'gradNorm', 'lr', 'evalLoss', 'tokens', 'lossTokens', 'microBatches', 'evalTokens']) {
+          if (l[k] === undefined) continue;
+          const v = l[k] as number, w = remote[i][k] as number;
+          assert.ok(Math.abs(w - v) <= 1e-4 * Math.max(1, Math.abs(v)), `sft ${l.type} step ${l.step}: ${k} ${w} through the backend vs ${v} in process`);
+        }
+      });
+      assert.ok(local.some((r) => (r.microBatches as number) > 1) && local.some((r) => (r.gradNorm as number) > 0.5), 'accumulation and the clip are exercised');
+      // The SFT checkpoint is on the server; GRPO continues from the SFT weights with a fresh optimizer, as in process.
+      const state = JSON.parse(readFileSync(join(remoteDir, 'sft', 'checkpoints', 'step-00000003', 'sft-policy', 'tinker-state.json'), 'utf8')) as { path: string };
+      assert.match(state.path, /^tinker:\/\/.+\/weights\/step-00000003-sft-policy$/);
+      const compared = compare(rows(localDir), rows(remoteDir));
+      for (const k of ['reward/mean', 'actor/pg_loss', 'actor/grad_norm']) assert.ok(compared.includes(k), `${k} was compared`);
+
+      // An SFT-only run file through the backend (no grpo section) is accepted and ends after the stage.
+      const only: string[] = [];
+      const onlyDir = join(root, 'only');
+      mkdirSync(onlyDir, { recursive: true });
+      assert.equal(await trainCommand({ config: sftRunFile(onlyDir, backend, false) }, (l) => only.push(l)), 0);
+      assert.ok(only.includes('done: no grpo section, the run ends after its SFT stage'));
+      const onlyRows = sftRows(onlyDir);
+      assert.deepEqual(onlyRows.map((r) => `${r.type}${r.step}`), local.map((r) => `${r.type}${r.step}`));
+      onlyRows.forEach((r, i) => {
+        const k = r.type === 'eval' ? 'evalLoss' : 'loss';
+        assert.ok(Math.abs((r[k] as number) - (local[i][k] as number)) <= 1e-4, `sft-only ${r.type} step ${r.step}: ${k}`);
+      });
+    } finally {
+      await srv.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('validates the backend section', () => {
     const base = { task: 'toy', policy: { type: 'gpt-oss', preset: 'tiny-1m' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 } } };
     const backend = { type: 'tinker', baseUrl: 'http://127.0.0.1:8010', model: 'm' };
@@ -118,6 +191,9 @@ describe('longrun train with backend: { type: tinker } through a local longrun s
     assert.throws(() => parseRunFile({ ...base, backend, grpo: { ...base.grpo, algorithm: { useKlInReward: true } } }), /useKlInReward/);
     assert.throws(() => parseRunFile({ ...base, backend, grpo: { ...base.grpo, rollout: { temperature: 0.7 } } }), /rollout\.temperature/);
     assert.throws(() => parseRunFile({ ...base, backend, engine: { type: 'openai', baseUrl: 'http://x', model: 'm' } }), /engine\.type/);
-    assert.throws(() => parseRunFile({ ...base, backend, sft: { data: 'x.jsonl', outDir: 'o' } }), /sft: the SFT stage trains in process/);
+    assert.doesNotThrow(() => parseRunFile({ ...base, backend, sft: { data: 'x.jsonl', outDir: 'o' } }));
+    assert.doesNotThrow(() => parseStagesRunFile({ task: 'toy', policy: base.policy, backend, sft: { data: 'x.jsonl', outDir: 'o' } }));
+    assert.throws(() => parseStagesRunFile({ task: 'toy', policy: base.policy, backend }), /grpo: a run on a training backend needs a grpo or an sft section/);
+    assert.throws(() => parseRunFile({ ...base, backend, curriculum: { outDir: 'c', stages: [{ ids: [1, 2], steps: 1 }] } }), /curriculum: the copy curriculum trains in process/);
   });
 });

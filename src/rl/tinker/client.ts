@@ -236,6 +236,8 @@ export class TinkerClient {
   private jwtEnabled = false;
   private sessionIdValue: string | undefined;
   private heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** The heartbeat in flight (one at a time), which `close()` waits for. */
+  private beating: Promise<void> | undefined;
   private lastHeartbeat = Date.now();
   private warnedHeartbeat = false;
   private modelSeq = 0;
@@ -288,7 +290,9 @@ export class TinkerClient {
     for (const k of ['info_message', 'warning_message', 'error_message'] as const) if (typeof s[k] === 'string' && s[k]) c.log(`tinker: ${s[k]}`);
     const period = options.heartbeatMs ?? 10_000;
     if (period > 0) {
-      c.heartbeat = setInterval(() => void c.beat(), period);
+      c.heartbeat = setInterval(() => {
+        if (c.beating === undefined) c.beating = c.beat().finally(() => { c.beating = undefined; });
+      }, period);
       c.heartbeat.unref();
     }
     return c;
@@ -457,11 +461,12 @@ export class TinkerClient {
     return new TinkerSamplingClient(this, r.sampling_session_id);
   }
 
-  /** Stops the heartbeats; later calls fail. */
+  /** Stops the heartbeats (waiting for one in flight); later calls fail. */
   async close(): Promise<void> {
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
+    await this.beating;
   }
 }
 
