@@ -18,13 +18,12 @@
  * weights + optimizer state on the service). It is assembled in `checkpoints/.partial/step-NNNNNNNN/` and renamed
  * when complete, so the service-side name stays `step-NNNNNNNN-sft-policy` (distinct from GRPO's `…-policy`).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Datum, TrainingBackend } from './backend.ts';
-import { checkpointDirName } from './checkpoint-dirs.ts';
 import { microBatches, packDocuments, type MicroBatch, type PackedRow, type SftDocument } from './packing.ts';
-import { listCheckpoints, SftTrainerStateSchema, type SftTrainerState } from './sft-checkpoint.ts';
+import { SftTrainerStateSchema, writeCheckpointFolderAsync, type SftTrainerState } from './sft-checkpoint.ts';
 
 /** The folder of a backend SFT checkpoint that holds the backend's own state. */
 export const SFT_BACKEND_STATE_DIR = 'sft-policy';
@@ -100,26 +99,10 @@ export async function evaluateSftViaBackend(backend: TrainingBackend, docs: read
 
 /** Writes a backend SFT checkpoint (see the file comment) and keeps the newest `keep`. Returns its folder. */
 export async function writeBackendCheckpoint(root: string, backend: TrainingBackend, state: SftTrainerState, keep: number): Promise<string> {
-  const name = checkpointDirName(state.step);
-  const finalDir = join(root, name);
-  const partial = join(root, '.partial');
-  const tmp = join(partial, name);
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
-  try {
+  return writeCheckpointFolderAsync(root, state.step, keep, async (tmp) => {
     await backend.saveState(join(tmp, SFT_BACKEND_STATE_DIR));
     writeFileSync(join(tmp, 'trainer.json'), JSON.stringify(state, null, 2) + '\n');
-    rmSync(finalDir, { recursive: true, force: true });
-    renameSync(tmp, finalDir);
-  } catch (error) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw error;
-  } finally {
-    if (existsSync(partial) && readdirSync(partial).length === 0) rmSync(partial, { recursive: true, force: true });
-  }
-  const all = listCheckpoints(root);
-  for (const old of all.slice(0, Math.max(0, all.length - keep))) rmSync(old.dir, { recursive: true, force: true });
-  return finalDir;
+  });
 }
 
 /** A backend SFT checkpoint, read and checked before anything is changed; `restore` loads it into the backend. */

@@ -55,12 +55,62 @@ export function listCheckpoints(root: string): { step: number; dir: string }[] {
     .sort((a, b) => a.step - b.step);
 }
 
-export function writeCheckpoint(root: string, model: GptOssModel, opt: AdamW, state: SftTrainerState, keep: number): string {
-  mkdirSync(root, { recursive: true });
-  const finalDir = join(root, checkpointDirName(state.step));
-  const tmp = `${finalDir}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
+/**
+ * Writes checkpoint `step` under `root` as a whole or not at all: `fill` writes into `root/.partial/step-N` (which
+ * `listCheckpoints` does not list, and whose base name is already the checkpoint's: a training backend names its
+ * remote save after it), which is then renamed into place; a failure removes it and leaves the older checkpoints as
+ * they were. Keeps the newest `keep`. Returns the checkpoint's folder.
+ */
+export function writeCheckpointFolder(root: string, step: number, keep: number, fill: (dir: string) => void): string {
+  const { finalDir, tmp } = temporaryCheckpointDir(root, step);
   try {
+    fill(tmp);
+    return publishCheckpoint(root, tmp, finalDir, keep);
+  } catch (error) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw error;
+  } finally {
+    removeEmptyPartial(root);
+  }
+}
+
+/** `writeCheckpointFolder` for a `fill` that is asynchronous (a training backend's save). */
+export async function writeCheckpointFolderAsync(root: string, step: number, keep: number, fill: (dir: string) => Promise<void>): Promise<string> {
+  const { finalDir, tmp } = temporaryCheckpointDir(root, step);
+  try {
+    await fill(tmp);
+    return publishCheckpoint(root, tmp, finalDir, keep);
+  } catch (error) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw error;
+  } finally {
+    removeEmptyPartial(root);
+  }
+}
+
+function temporaryCheckpointDir(root: string, step: number): { finalDir: string; tmp: string } {
+  const finalDir = join(root, checkpointDirName(step));
+  const tmp = join(root, '.partial', checkpointDirName(step));
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  return { finalDir, tmp };
+}
+
+function removeEmptyPartial(root: string): void {
+  const partial = join(root, '.partial');
+  if (existsSync(partial) && readdirSync(partial).length === 0) rmSync(partial, { recursive: true, force: true });
+}
+
+function publishCheckpoint(root: string, tmp: string, finalDir: string, keep: number): string {
+  rmSync(finalDir, { recursive: true, force: true });
+  renameSync(tmp, finalDir);
+  const all = listCheckpoints(root);
+  for (const old of all.slice(0, Math.max(0, all.length - keep))) rmSync(old.dir, { recursive: true, force: true });
+  return finalDir;
+}
+
+export function writeCheckpoint(root: string, model: GptOssModel, opt: AdamW, state: SftTrainerState, keep: number): string {
+  return writeCheckpointFolder(root, state.step, keep, (tmp) => {
     saveModel(tmp, model);
     const extras = model.extraParameters();
     if (extras.size > 0) {
@@ -74,15 +124,7 @@ export function writeCheckpoint(root: string, model: GptOssModel, opt: AdamW, st
     });
     writeSafetensors(join(tmp, 'optimizer.safetensors'), moments, { optimizer: 'AdamW', step: String(opt.step) });
     writeFileSync(join(tmp, 'trainer.json'), JSON.stringify(state, null, 2) + '\n');
-    rmSync(finalDir, { recursive: true, force: true });
-    renameSync(tmp, finalDir);
-  } catch (error) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw error;
-  }
-  const all = listCheckpoints(root);
-  for (const old of all.slice(0, Math.max(0, all.length - keep))) rmSync(old.dir, { recursive: true, force: true });
-  return finalDir;
+  });
 }
 
 /** Everything read from a checkpoint, validated against the live model, before anything is changed. */
