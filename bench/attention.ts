@@ -4,20 +4,25 @@
  * heads, 8 kv heads, head dim 64, learned sinks; one full-causal layer and one sliding-window-128 layer), forward
  * + backward, T = 1024 … 32768.
  *
- *   npm run bench:attention -- [--max-t N] [--max-t-causal N] [--quick] [--peer] [--budget-gib G] [--relaxed]
+ *   npm run bench:attention -- [--max-t N] [--max-t-causal N] [--quick] [--peer] [--torch-python P] [--budget-gib G] [--relaxed]
  *   npm run bench:attention -- --render     (rewrites attention.md from attention.json)
  *
  * Each (layer, T, implementation) runs in a fresh child process so peak RSS is honest and an OOM kill ends only
  * that run. Eager is attempted at every T until it fails; it is refused up front when its planned peak (inputs +
  * 3 full [Hq, T, S] float32 matrices at the backward peak) exceeds the stated budget. The engine's matmul GFLOP/s is
- * measured in the same session (bench/matmul.ts's benchMatmul, in its own child). With --peer, the PyTorch eager
- * peer (../shared/tools/torch_eager_sink_attention.py, Debian python3-torch) runs at T = 1024, 2048, 4096.
+ * measured in the same session (bench/matmul.ts's benchMatmul, in its own child). With --peer, three PyTorch peers
+ * run in the same session (bench/peers/torch_attention.py, with the Python given by --torch-python or
+ * $LONGRUN_TORCH_PYTHON, default python3; PyTorch is not a dependency of the project): eager sink attention
+ * forward + backward, FlexAttention with the sink through the log-sum-exp, and compiled FlexAttention without the
+ * sink (PyTorch's fused CPU kernel, the speed anchor), T = 1024 … 8192 (--max-t), with PyTorch's refusals quoted.
+ * Before the timings, our kernels and PyTorch's are compared on one small case (T = 256, both layers). A peer on
+ * the reference BLAS (torch.__config__.show() says BLAS_INFO=generic) is refused: its matmul is 20× slow.
  * Writes bench/results/attention.{json,md} after every run (a cut-short sweep still leaves its results). The
  * full-causal layer costs O(T²): --max-t-causal caps its sweep separately (default: --max-t).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { countAllowedPairs, createBlockMask } from '../src/attention/block-mask.ts';
@@ -31,8 +36,9 @@ import { benchMatmul } from './matmul.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
-const PEER_SCRIPT_REL = '../shared/tools/torch_eager_sink_attention.py';
-const PYTHON = '/usr/bin/python3';
+const PEER_SCRIPT_REL = 'bench/peers/torch_attention.py';
+const PEER_TS = [1024, 2048, 4096, 8192];
+const CHECK_T = 256;
 const HQ = 64, HKV = 8, D = 64, WINDOW = 128;
 const GIB = 2 ** 30;
 
@@ -140,7 +146,38 @@ function runChild(job: ChildJob): ChildResult {
   };
 }
 
+/**
+ * The agreement case: our flex kernels on seeded inputs at T = CHECK_T, written with their outputs and gradients to
+ * `file` (u32 header length, JSON header, float32 little-endian arrays) for the peer script's --check.
+ */
+function writeCheckCase(file: string, window: number, relaxed: boolean): void {
+  initRuntime({ relaxed: relaxed ? true : 'auto' });
+  const t = CHECK_T;
+  const mask = window > 0 ? slidingWindowMask(window) : causalMask();
+  const q = Tensor.randn([HQ, t, D], 11), k = Tensor.randn([HKV, t, D], 12), v = Tensor.randn([HKV, t, D], 13);
+  const dO = Tensor.randn([HQ, t, D], 14, { std: 0.1 });
+  const sinks = Float32Array.from({ length: HQ }, (_, h) => ((h % 7) - 3) * 0.25);
+  const out = flexAttention(q, k, v, { blockMask: createBlockMask(mask, t, t, flexTiles(window)), sinks, gqa: true });
+  const g = out.backward(dO);
+  const arrays: [string, number[], Float32Array][] = [
+    ['q', [HQ, t, D], q.toArray()], ['k', [HKV, t, D], k.toArray()], ['v', [HKV, t, D], v.toArray()], ['sinks', [HQ], sinks],
+    ['dO', [HQ, t, D], dO.toArray()], ['out', [HQ, t, D], out.o.toArray()], ['dq', [HQ, t, D], g.dq.toArray()],
+    ['dk', [HKV, t, D], g.dk.toArray()], ['dv', [HKV, t, D], g.dv.toArray()], ['dsinks', [HQ], g.dsinks!],
+  ];
+  const header = Buffer.from(JSON.stringify({ t, window, arrays: arrays.map(([n, shape]) => [n, shape]) }));
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(header.length);
+  writeFileSync(file, Buffer.concat([len, header, ...arrays.map(([, , a]) => Buffer.from(a.buffer, a.byteOffset, a.byteLength))]));
+}
+
 async function childMain(arg: string): Promise<void> {
+  if (arg === 'check-case') {
+    const at = process.argv.indexOf('check-case');
+    writeCheckCase(process.argv[at + 1]!, Number(process.argv[at + 2]), process.argv.includes('--relaxed'));
+    console.log(JSON.stringify({ ok: true }));
+    await shutdownRuntime();
+    return;
+  }
   if (arg === 'matmul') {
     const relaxed = process.argv.includes('--relaxed');
     const rt = initRuntime({ relaxed: relaxed ? true : 'auto' });
@@ -165,19 +202,20 @@ async function childMain(arg: string): Promise<void> {
 
 // ------------------------------------------------------------------------------------------------ parent side
 
-interface Args { maxT: number; maxTCausal: number; quick: boolean; peer: boolean; budgetGiB: number; relaxed: boolean }
+interface Args { maxT: number; maxTCausal: number; quick: boolean; peer: boolean; torchPython: string; budgetGiB: number; relaxed: boolean }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { maxT: 32768, maxTCausal: Infinity, quick: false, peer: false, budgetGiB: 20, relaxed: false };
+  const args: Args = { maxT: 32768, maxTCausal: Infinity, quick: false, peer: false, torchPython: process.env.LONGRUN_TORCH_PYTHON ?? 'python3', budgetGiB: 20, relaxed: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--max-t') args.maxT = Number(argv[++i]);
     else if (a === '--max-t-causal') args.maxTCausal = Number(argv[++i]);
     else if (a === '--quick') args.quick = true;
     else if (a === '--peer') args.peer = true;
+    else if (a === '--torch-python') args.torchPython = argv[++i]!;
     else if (a === '--budget-gib') args.budgetGiB = Number(argv[++i]);
     else if (a === '--relaxed') args.relaxed = true;
-    else throw new Error(`bench:attention: unknown option '${a}' (use --max-t N, --max-t-causal N, --quick, --peer, --budget-gib G, --relaxed)`);
+    else throw new Error(`bench:attention: unknown option '${a}' (use --max-t N, --max-t-causal N, --quick, --peer, --torch-python P, --budget-gib G, --relaxed)`);
   }
   if (args.quick) args.maxT = Math.min(args.maxT, 2048);
   args.maxTCausal = Math.min(args.maxTCausal, args.maxT);
@@ -208,21 +246,74 @@ function runJob(job: ChildJob): ChildResult {
   return { ok: false, impl: job.impl, t: job.t, window: job.window, tiles: job.tiles, reason: /heap out of memory|allocation failed/i.test(r.stderr) ? `out of memory (${why}): ${tail}` : `${why}: ${tail}` };
 }
 
-interface PeerResult { T: number; window: number; fwd_s?: number; fwdbwd_s?: number; useful_gflops_fwdbwd?: number; peak_rss_gb?: number; peer?: string; error?: string }
-
-function runPeer(t: number, window: number): PeerResult {
-  const script = join(ROOT, PEER_SCRIPT_REL);
-  const r = spawnSync(PYTHON, [script, String(t), ...(window ? [String(window)] : [])], { encoding: 'utf8', maxBuffer: 1 << 20 });
-  const parsed = lastJsonLine(r.stdout ?? '') as PeerResult | undefined;
-  if (parsed) return parsed;
-  return { T: t, window, error: r.signal ? `killed by ${r.signal}` : `exit ${r.status}: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0]}` };
+/** One line of bench/peers/torch_attention.py. */
+interface PeerResult {
+  peer?: string; impl: PeerImpl; compiled: boolean; fwdOnly: boolean; T: number; window: number;
+  torch?: string; blas?: string; cpu_capability?: string;
+  fwd_s?: number; fwdbwd_s?: number; fwd_error?: string; bwd_error?: string; peak_rss_gb?: number;
+  /** Set by the bench: the run failed outside PyTorch (killed, no output) or was refused (generic BLAS). */
+  error?: string;
 }
 
-function peerAvailable(): string | undefined {
-  if (!existsSync(PYTHON)) return `${PYTHON} not found`;
+type PeerImpl = 'eager' | 'flex-sink' | 'flex';
+
+interface PeerSpec { impl: PeerImpl; compiled: boolean; fwdOnly: boolean; label: string }
+
+/** The peer runs, in order: what trains (eager), the reference paper's method (flex + sink), the kernel anchor. */
+const PEER_SPECS: PeerSpec[] = [
+  { impl: 'eager', compiled: false, fwdOnly: false, label: 'torch eager (sink column), fwd+bwd' },
+  { impl: 'flex-sink', compiled: false, fwdOnly: false, label: 'torch FlexAttention + sink via LSE, fwd+bwd' },
+  { impl: 'flex-sink', compiled: false, fwdOnly: true, label: 'torch FlexAttention + sink via LSE, fwd' },
+  { impl: 'flex-sink', compiled: true, fwdOnly: true, label: 'torch compiled FlexAttention + sink via LSE, fwd' },
+  { impl: 'flex', compiled: true, fwdOnly: true, label: 'torch compiled FlexAttention, no sink, fwd (fused CPU kernel)' },
+];
+
+interface PeerInfo { python: string; torch: string; blas: string; cpuCapability: string; matmul?: { M: number; K: number; N: number; gflops: number }[] }
+
+interface AgreementResult { window: number; T: number; result?: Record<string, unknown>; error?: string }
+
+function runPeer(python: string, spec: PeerSpec, t: number, window: number, memGiB: number): PeerResult {
+  // Forward-only runs are short (and noisier): best of 3 at every T, as our window-layer runs.
+  const reps = t <= 2048 || spec.fwdOnly ? 3 : 1;
+  // Eager at T ≥ 4096 takes tens of seconds a pass and needs no warm-up; compiled kernels need one (compilation).
+  const warmup = spec.impl === 'eager' && t >= 4096 ? 0 : 1;
+  const argv = [join(ROOT, PEER_SCRIPT_REL), '--impl', spec.impl, '--t', String(t), '--window', String(window), '--reps', String(reps),
+    '--warmup', String(warmup), '--mem-gib', String(memGiB), ...(spec.compiled ? ['--compile'] : []), ...(spec.fwdOnly ? ['--fwd-only'] : [])];
+  const r = spawnSync(python, argv, { encoding: 'utf8', maxBuffer: 1 << 22, cwd: ROOT });
+  const parsed = lastJsonLine(r.stdout ?? '') as Omit<PeerResult, 'fwdOnly'> | undefined;
+  const base = { impl: spec.impl, compiled: spec.compiled, fwdOnly: spec.fwdOnly, T: t, window };
+  if (parsed) return { ...parsed, ...base };
+  return { ...base, error: r.signal ? `killed by ${r.signal}${r.signal === 'SIGKILL' ? ' (the kernel OOM killer)' : ''}` : `exit ${r.status}: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0]}` };
+}
+
+/** The peer Python's torch version, BLAS and CPU capability, or why it cannot run. */
+function peerInfo(python: string): PeerInfo | string {
   if (!existsSync(join(ROOT, PEER_SCRIPT_REL))) return `${PEER_SCRIPT_REL} not found`;
-  const r = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' });
-  return r.status === 0 ? undefined : 'python3-torch is not installed (apt-get install -y python3-torch)';
+  const code = 'import json, torch; from importlib import util; print(json.dumps({"torch": torch.__version__, "show": torch.__config__.show(), "cap": torch.backends.cpu.get_cpu_capability()}))';
+  const r = spawnSync(python, ['-c', code], { encoding: 'utf8', maxBuffer: 1 << 22 });
+  if (r.status !== 0) return `${python} cannot import torch (${(r.stderr ?? '').trim().split('\n').slice(-1)[0]}); pass --torch-python with a Python that has PyTorch`;
+  const j = lastJsonLine(r.stdout) as { torch: string; show: string; cap: string };
+  const blas = /BLAS_INFO=([^,\s]+)/.exec(j.show)?.[1] ?? 'unknown';
+  const mm = spawnSync(python, [join(ROOT, PEER_SCRIPT_REL), '--matmul'], { encoding: 'utf8', maxBuffer: 1 << 22 });
+  const rates = (lastJsonLine(mm.stdout ?? '') as { matmul?: PeerInfo['matmul'] } | undefined)?.matmul;
+  return { python, torch: j.torch, blas, cpuCapability: j.cap, ...(rates ? { matmul: rates } : {}) };
+}
+
+/** Our kernels against PyTorch's on one small case per layer (out, dq, dk, dv, dsinks: max |Δ|). */
+function runAgreement(python: string, relaxed: boolean): AgreementResult[] {
+  const dir = mkdtempSync(join(tmpdir(), 'longrun-attn-check-'));
+  try {
+    return [0, WINDOW].map((window) => {
+      const file = join(dir, `case-${window}.bin`);
+      const c = spawnChild('check-case', [file, String(window), ...(relaxed ? ['--relaxed'] : [])]);
+      if (c.status !== 0) return { window, T: CHECK_T, error: `our side failed: ${c.stderr.trim().split('\n').slice(-1)[0]}` };
+      const r = spawnSync(python, [join(ROOT, PEER_SCRIPT_REL), '--check', file], { encoding: 'utf8', maxBuffer: 1 << 22 });
+      const parsed = lastJsonLine(r.stdout ?? '') as Record<string, unknown> | undefined;
+      return parsed ? { window, T: CHECK_T, result: parsed } : { window, T: CHECK_T, error: `peer check failed: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0]}` };
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const gib = (b?: number): string => (b === undefined ? '–' : (b / GIB).toFixed(b < GIB ? 3 : 2));
@@ -251,7 +342,70 @@ function tilesText(results: ChildResult[]): string {
   }).join(' / ');
 }
 
-function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gflops: number; shape: string }[], peers: PeerResult[], peerNote: string | undefined, started: string, finished: boolean): string {
+const fmtS = (x?: number): string => (x === undefined ? '–' : x < 10 ? x.toFixed(3) : x.toFixed(1));
+
+/** What a peer run gave: its time, or its error (PyTorch's own words, shortened for the table). */
+function peerCell(p: PeerResult | undefined, which: 'fwd' | 'fwdbwd'): string {
+  if (!p) return 'not attempted (failed at a smaller T)';
+  const err = p.error ?? p.fwd_error ?? (which === 'fwdbwd' ? p.bwd_error : undefined);
+  if (err) {
+    const bytes = /tried to allocate (\d+) bytes/.exec(err)?.[1];
+    if (bytes) return `**out of memory**: one ${(Number(bytes) / GIB).toFixed(1)} GiB allocation refused (below)`;
+    return /memory|OOM|killed/i.test(err) ? `**failed**: ${err.slice(0, 100)}` : 'refused (below)';
+  }
+  const v = which === 'fwd' ? p.fwd_s : p.fwdbwd_s;
+  return `${fmtS(v)}${p.peak_rss_gb !== undefined ? ` (RSS ${p.peak_rss_gb.toFixed(2)} GB)` : ''}`;
+}
+
+function peerMarkdown(results: ChildResult[], peers: PeerResult[], peerNote: string | undefined, agreement: AgreementResult[]): string[] {
+  const L: string[] = ['', '## Against PyTorch (same session)', ''];
+  if (peers.length === 0) {
+    L.push(`Peers: ${peerNote ?? 'not run (pass --peer).'}`);
+    return L;
+  }
+  L.push(`Peers: ${peerNote ?? ''}`, '');
+  const find = (spec: PeerSpec, t: number, window: number) => peers.find((p) => p.impl === spec.impl && p.compiled === spec.compiled && p.fwdOnly === spec.fwdOnly && p.T === t && p.window === window);
+  const [eager, flexSinkBwd, flexSinkFwd, flexSinkCompiled, anchor] = PEER_SPECS;
+  L.push('| layer | T | ours fwd s | ours fwd+bwd s | torch eager fwd s | torch eager fwd+bwd s | torch flex + sink fwd s (uncompiled) | torch compiled flex, no sink, fwd s | ours fwd vs compiled kernel | ours fwd+bwd vs torch eager |');
+  L.push('|---|---|---|---|---|---|---|---|---|---|');
+  for (const window of [0, WINDOW]) {
+    for (const t of [...new Set(peers.filter((p) => p.window === window).map((p) => p.T))].sort((a, b) => a - b)) {
+      const ours = results.find((r) => r.impl === 'flex' && r.ok && r.t === t && r.window === window);
+      const e = find(eager!, t, window), a = find(anchor!, t, window);
+      const oursFwd = ours ? ours.fwdMs! / 1000 : undefined, oursTot = ours ? ours.fwdBwdMs! / 1000 : undefined;
+      const ratio = (peer?: number, mine?: number) => (peer !== undefined && mine !== undefined ? `${(peer / mine).toFixed(2)}×` : '–');
+      L.push(`| ${layerName(window)} | ${t} | ${fmtS(oursFwd)} | ${fmtS(oursTot)} | ${peerCell(e, 'fwd')} | ${peerCell(e, 'fwdbwd')} | ${peerCell(find(flexSinkFwd!, t, window), 'fwd')} | ` +
+        `${peerCell(a, 'fwd')} | ${ratio(a?.fwd_error ? undefined : a?.fwd_s, oursFwd)} | ${ratio(e?.bwd_error || e?.fwd_error ? undefined : e?.fwdbwd_s, oursTot)} |`);
+    }
+  }
+  L.push('', 'Ratios are the peer\'s seconds over ours (above 1: ours is faster). Refused on this CPU, in PyTorch\'s words:', '');
+  const refusals = new Map<string, string>();
+  for (const spec of [flexSinkBwd!, flexSinkCompiled!]) {
+    for (const p of peers.filter((x) => x.impl === spec.impl && x.compiled === spec.compiled && x.fwdOnly === spec.fwdOnly)) {
+      const err = p.fwd_error ?? p.bwd_error;
+      if (err && !refusals.has(spec.label)) refusals.set(spec.label, err);
+    }
+  }
+  for (const [label, err] of refusals) L.push(`- ${label}: "${err}"`);
+  if (refusals.size === 0) L.push('- none');
+  const oom = peers.map((p) => p.fwd_error ?? p.bwd_error ?? '').find((e) => /tried to allocate/.test(e));
+  if (oom) L.push('', `Out of memory under the data cap, in PyTorch's words: "${oom}"`);
+  if (agreement.length) {
+    L.push('', `Agreement before timing (T = ${CHECK_T}, seeded inputs, our kernels' outputs and gradients against PyTorch's; max |Δ|):`, '');
+    L.push('| layer | vs torch eager, float64: out | dq | dk | dv | dsinks | vs torch flex + sink, float32: out |');
+    L.push('|---|---|---|---|---|---|---|');
+    for (const g of agreement) {
+      if (g.error) { L.push(`| ${layerName(g.window)} | ${g.error} | | | | | |`); continue; }
+      const e = g.result!.eager_float64 as Record<string, number>;
+      const f = g.result!.flex_sink_float32 as Record<string, number | string>;
+      const x = (v: unknown) => (typeof v === 'number' ? v.toExponential(1) : '–');
+      L.push(`| ${layerName(g.window)} | ${x(e.out)} | ${x(e.dq)} | ${x(e.dk)} | ${x(e.dv)} | ${x(e.dsinks)} | ${typeof f.error === 'string' ? f.error : x(f.out)} |`);
+    }
+  }
+  return L;
+}
+
+function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gflops: number; shape: string }[], peers: PeerResult[], peerNote: string | undefined, started: string, finished: boolean, agreement: AgreementResult[] = []): string {
   const L: string[] = [];
   const best = Math.max(...matmul.map((m) => m.gflops));
   L.push('# Sink-aware flex attention vs eager attention (gpt-oss-20b attention shapes)', '');
@@ -294,17 +448,14 @@ function markdown(cmd: string, args: Args, results: ChildResult[], matmul: { gfl
       const impl = r.impl === 'flex' && tileName(r) ? `flex, tiles ${tileName(r)}` : r.impl;
       L.push(`| ${layerName(window)} | ${r.t} | ${impl} | ${sec(r.fwdMs)} | ${sec(r.fwdBwdMs)} | ${gflops(r, 'fwd')!.toFixed(1)} | ${gflops(r, 'fwdBwd')!.toFixed(1)} | ${(100 * gflops(r, 'fwdBwd')! / best).toFixed(0)}% | ${speedup} |`);
     }
-    for (const p of peers.filter((x) => x.window === window)) {
-      L.push(`| ${layerName(window)} | ${p.T} | peer: ${p.peer ?? 'torch eager'} | ${p.fwd_s ?? '–'} | ${p.fwdbwd_s ?? p.error ?? '–'} | – | ${p.useful_gflops_fwdbwd ?? '–'} | | peak RSS ${p.peak_rss_gb ?? '–'} GB |`);
-    }
   }
-  if (peerNote) L.push('', `Peer: ${peerNote}`);
+  L.push(...peerMarkdown(results, peers, peerNote, agreement));
   return L.join('\n') + '\n';
 }
 
 interface SavedRun {
   command: string; started: string; finished: string | null; matmul: { M: number; K: number; N: number; gflops: number }[];
-  results: ChildResult[]; peers: PeerResult[]; peerNote?: string;
+  results: ChildResult[]; peers: PeerResult[]; peerNote?: string; agreement?: AgreementResult[];
 }
 
 /** Re-renders attention.md from attention.json (e.g. after a change to the table layout). */
@@ -313,7 +464,7 @@ function render(): void {
   const saved = JSON.parse(readFileSync(file, 'utf8')) as SavedRun;
   const argv = saved.command.split(' -- ')[1]?.split(' ') ?? [];
   const matmul = saved.matmul.map((m) => ({ shape: `${m.M}×${m.K}·${m.K}×${m.N}`, gflops: m.gflops }));
-  writeFileSync(join(HERE, 'results', 'attention.md'), markdown(saved.command, parseArgs(argv), saved.results, matmul, saved.peers, saved.peerNote, saved.started, saved.finished !== null));
+  writeFileSync(join(HERE, 'results', 'attention.md'), markdown(saved.command, parseArgs(argv), saved.results, matmul, saved.peers.filter((p) => p.impl !== undefined), saved.peerNote, saved.started, saved.finished !== null, saved.agreement ?? []));
   console.log('rewrote bench/results/attention.md from attention.json');
 }
 
@@ -333,19 +484,41 @@ async function parentMain(): Promise<void> {
   const results: ChildResult[] = [];
   const peers: PeerResult[] = [];
   let peerNote: string | undefined = args.peer ? 'pending' : 'not run (pass --peer).';
+  let agreement: AgreementResult[] = [];
+
   const outDir = join(HERE, 'results');
   mkdirSync(outDir, { recursive: true });
   const write = (finished: boolean): void => {
     const json = {
       command: cmd, started, finished: finished ? new Date().toISOString() : null, shapes: { hq: HQ, hkv: HKV, d: D, window: WINDOW }, budgetBytes,
-      flopConvention: 'fwd 4·d per allowed pair; fwd+bwd 3.5× fwd', matmul: mmRes, results, peers, peerNote,
+      flopConvention: 'fwd 4·d per allowed pair; fwd+bwd 3.5× fwd', matmul: mmRes, results, peers, peerNote, agreement,
     };
     writeFileSync(join(outDir, 'attention.json'), JSON.stringify(json, null, 2) + '\n');
-    writeFileSync(join(outDir, 'attention.md'), markdown(cmd, args, results, matmul, peers, peerNote, started, finished));
+    writeFileSync(join(outDir, 'attention.md'), markdown(cmd, args, results, matmul, peers, peerNote, started, finished, agreement));
   };
   // Cheap runs first (window layer, full causal up to 4096, the peer), then the long O(T²) full-causal runs, so a
   // sweep cut short still holds every comparison.
+  // The peers first get their versions and the agreement check; then every (layer, T) runs ours and the peers back
+  // to back, so each row's ratios come from runs a minute apart (this machine's speed drifts over a sweep).
+  let peerOk: { memGiB: number } | null = null;
+  if (args.peer) {
+    const info = peerInfo(args.torchPython);
+    if (typeof info === 'string') peerNote = `skipped: ${info}.`;
+    else if (info.blas === 'generic') peerNote = `refused: PyTorch ${info.torch} links the reference BLAS (BLAS_INFO=generic), whose matmul runs at a few GFLOP/s; install a real BLAS (e.g. Debian's libopenblas0-pthread) or PyTorch's own wheel.`;
+    else {
+      const memGiB = Math.min(args.budgetGiB, Math.floor(totalmem() / GIB) - 4);
+      const mmText = info.matmul ? `; its matmul in this session ${info.matmul.map((m) => `${m.M}×${m.K}·${m.K}×${m.N} ${m.gflops} GFLOP/s`).join(', ')}` : '';
+      peerNote = `PyTorch ${info.torch} (BLAS_INFO=${info.blas}, CPU capability ${info.cpuCapability}${mmText}), 2 threads, ${PEER_SCRIPT_REL}, each run a fresh process capped at ${memGiB} GiB of data; ` +
+        `best of 3 timed passes after a warm-up pass (compilation); forward + backward beyond T = 2048: 1 pass; each (layer, T) runs right after ours.`;
+      console.log(`peers: PyTorch ${info.torch}, BLAS ${info.blas}; agreement check …`);
+      agreement = runAgreement(args.torchPython, args.relaxed);
+      console.log(JSON.stringify(agreement));
+      peerOk = { memGiB };
+    }
+  }
   const eagerFailed = new Set<number>();
+  /** Peer runs that failed at a smaller T of a layer (a refusal is the same at every T; an allocation only grows). */
+  const peerFailed = new Set<string>();
   const runLayer = (window: number, from: number, to: number): void => {
     for (let t = from; t <= to; t *= 2) {
       for (const impl of ['flex', 'eager'] as const) {
@@ -358,25 +531,22 @@ async function parentMain(): Promise<void> {
         if (impl === 'eager' && !r.ok) eagerFailed.add(window);
         write(false);
       }
+      if (!peerOk || !PEER_TS.includes(t) || t > args.maxT) continue;
+      for (const spec of PEER_SPECS) {
+        const key = `${window}|${spec.label}`;
+        if (peerFailed.has(key)) continue;
+        process.stdout.write(`peer ${spec.label} ${layerName(window)} T=${t} … `);
+        const p = runPeer(args.torchPython, spec, t, window, peerOk.memGiB);
+        peers.push(p);
+        const err = p.error ?? p.fwd_error ?? p.bwd_error;
+        console.log(err ?? `fwd ${p.fwd_s} s${p.fwdbwd_s !== undefined ? `, fwd+bwd ${p.fwdbwd_s} s` : ''}`);
+        if (err) peerFailed.add(key);
+        write(false);
+      }
     }
   };
   runLayer(WINDOW, 1024, args.maxT);
   runLayer(0, 1024, Math.min(4096, args.maxTCausal));
-
-  if (args.peer) {
-    const missing = peerAvailable();
-    if (missing) peerNote = `skipped: ${missing}.`;
-    else {
-      peerNote = `PyTorch eager (${PEER_SCRIPT_REL}), 2 threads, run in this session between the runs above and the full-causal runs at T ≥ 8192 (fwd s / fwd+bwd s / useful GFLOP/s / peak RSS as the script prints them).`;
-      for (const window of [0, WINDOW]) for (const t of [1024, 2048, 4096].filter((x) => x <= args.maxT)) {
-        process.stdout.write(`peer ${layerName(window)} T=${t} … `);
-        const p = runPeer(t, window);
-        peers.push(p);
-        console.log(p.error ?? `fwd+bwd ${p.fwdbwd_s} s`);
-        write(false);
-      }
-    }
-  }
   runLayer(0, 8192, args.maxTCausal);
   write(true);
   console.log('wrote bench/results/attention.{json,md}');

@@ -6,11 +6,15 @@
  * usual forward+backward count (attention: QKᵀ and PV are 2·d multiply-adds = 4·d FLOPs per key, ×3 with the
  * backward; keys counted exactly under the causal / window masks).
  *
- *   npm run bench:model               (LONGRUN_BENCH_QUICK=1 for a smoke run)
+ *   npm run bench:model [-- --peer]    (LONGRUN_BENCH_QUICK=1 for a smoke run)
+ * With --peer, the same configs train in Hugging Face transformers on PyTorch (bench/peers/transformers_gpt_oss.py,
+ * in the Python of $LONGRUN_TORCH_PYTHON, default python3; neither is a dependency of the project): the same
+ * B × T, forward + backward + clipping + AdamW, median step, and that process's peak RSS.
  * Writes bench/results/model.{json,md}.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beginMemoryScope, clipGradNorm, getRuntime, Mulberry32Rng } from '../src/engine/index.ts';
@@ -106,11 +110,32 @@ function matmulRate(): number {
   return benchMatmul([{ M: 2048, K: 256, N: 1024 }], [getRuntime().threads])[0].gflops;
 }
 
+interface PeerRow { preset: string; peer?: string; attn?: string; step_ms?: number; tokens_per_s?: number; peak_rss_mib?: number; rss_before_training_mib?: number; error?: string }
+
+/** The transformers peer on a preset's config (same B × T as trainBench), in its own process. */
+function peerBench(python: string, preset: string): PeerRow {
+  const dir = mkdtempSync(join(tmpdir(), 'longrun-model-peer-'));
+  const script = join(dirname(fileURLToPath(import.meta.url)), 'peers', 'transformers_gpt_oss.py');
+  try {
+    const file = join(dir, `${preset}.json`);
+    writeFileSync(file, JSON.stringify(presetConfig(preset)));
+    const r = spawnSync(python, [script, '--config', file, '--batch', String(QUICK ? 2 : 4), '--seq', String(QUICK ? 128 : 256), '--steps', String(QUICK ? 3 : 6)], { encoding: 'utf8', maxBuffer: 1 << 22 });
+    const line = (r.stdout ?? '').trim().split('\n').filter((l) => l.startsWith('{')).pop();
+    const row: PeerRow = line ? { preset, ...(JSON.parse(line) as Omit<PeerRow, 'preset'>) } : { preset, error: `exit ${r.status}: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0]}` };
+    console.log(`peer ${preset}: ${row.error ?? `${row.tokens_per_s} tok/s, peak RSS ${row.peak_rss_mib} MiB`}`);
+    return row;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 function main(): void {
   const rt = getRuntime();
+  const withPeer = process.argv.includes('--peer');
   trainBench('tiny-1m', 1); // JIT and allocator warm-up
   const train: TrainRow[] = [];
   const rates: number[] = [];
+  const peers: PeerRow[] = [];
   for (const p of PRESETS) {
     // reference = the better of two matmul measurements around the run (a conservative MFU)
     const before = matmulRate();
@@ -120,6 +145,8 @@ function main(): void {
     r.mfu = r.gflops / ref;
     train.push(r);
     console.log(`${p}: ${r.tokensPerS.toFixed(0)} tok/s, ${r.gflops.toFixed(1)} GFLOP/s vs matmul ${ref.toFixed(1)}, MFU ${(100 * r.mfu).toFixed(1)}%, step ${r.stepMs.toFixed(0)} ms`);
+    // right after ours, so the two rows see the same machine (its speed drifts)
+    if (withPeer) peers.push(peerBench(process.env.LONGRUN_TORCH_PYTHON ?? 'python3', p));
   }
   const matmulGflops = Math.max(...rates);
   const gen: GenRow[] = [];
@@ -131,7 +158,7 @@ function main(): void {
   const out = join(dirname(fileURLToPath(import.meta.url)), 'results');
   mkdirSync(out, { recursive: true });
   const meta = { date: new Date().toISOString(), node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, threads: rt.threads, relaxed: rt.relaxed, quick: QUICK };
-  writeFileSync(join(out, 'model.json'), JSON.stringify({ meta, matmulGflops, matmulGflopsPerPreset: rates, train, generate: gen }, null, 2) + '\n');
+  writeFileSync(join(out, 'model.json'), JSON.stringify({ meta, matmulGflops, matmulGflopsPerPreset: rates, train, generate: gen, peers }, null, 2) + '\n');
   const mib = (b: number) => (b / 2 ** 20).toFixed(1);
   const md = [
     '# Model benchmark', '',
@@ -146,9 +173,26 @@ function main(): void {
     '', '## Generation (prompt 16, KV cache, temperature 1)', '',
     '| preset | batch | new tokens | ms | tokens/s | peak MiB (above weights) | KV cache MiB |', '|---|---|---|---|---|---|---|',
     ...gen.map((r) => `| ${r.preset} | ${r.batch} | ${r.newTokens} | ${r.ms.toFixed(0)} | ${r.tokensPerS.toFixed(0)} | ${mib(r.peakBytes)} | ${mib(r.kvPeakBytes)} |`), '',
+    ...peerTable(train, peers),
   ].join('\n');
   writeFileSync(join(out, 'model.md'), md);
   console.log(`wrote ${join('bench', 'results', 'model.json')} and model.md`);
+}
+
+function peerTable(train: TrainRow[], peers: PeerRow[]): string[] {
+  if (peers.length === 0) return ['## Peer', '', 'Not run (pass --peer).', ''];
+  const p0 = peers.find((p) => p.peer);
+  const L = ['## Peer: the same configs in transformers (same session)', '',
+    `${p0?.peer ?? 'transformers'}, attention '${p0?.attn ?? '?'}' (its gpt-oss sink path), ${p0 ? '2' : '?'} threads, random weights and tokens, the same B × T, forward + backward + clipping + AdamW, median step after one warm-up, each run right after ours. Ours: the training rows above. ` +
+    'Peer memory is its process: peak RSS, and peak RSS less the RSS before the first step (model built, PyTorch loaded); ours is engine memory (weights, gradients, optimizer, activations).', '',
+    '| preset | ours tokens/s | transformers tokens/s | ours / transformers | ours peak MiB | transformers peak RSS MiB | transformers RSS growth in training MiB |', '|---|---|---|---|---|---|---|'];
+  for (const p of peers) {
+    const o = train.find((r) => r.preset === p.preset);
+    if (p.error || !o) { L.push(`| ${p.preset} | ${o?.tokensPerS.toFixed(0) ?? '–'} | failed: ${p.error ?? ''} | | | | |`); continue; }
+    L.push(`| ${p.preset} | ${o.tokensPerS.toFixed(0)} | ${p.tokens_per_s!.toFixed(0)} | ${(o.tokensPerS / p.tokens_per_s!).toFixed(2)}× | ${(o.peakBytes / 2 ** 20).toFixed(1)} | ${p.peak_rss_mib} | ${(p.peak_rss_mib! - p.rss_before_training_mib!).toFixed(1)} |`);
+  }
+  L.push('');
+  return L;
 }
 
 main();

@@ -23,9 +23,13 @@ export interface RuntimeOptions {
   /** Threads for parallel kernels, main thread included. Default: min(2, available cores), or LONGRUN_THREADS. */
   threads?: number;
   /**
-   * Relaxed SIMD (fused multiply-add): 'auto' (default) uses the relaxed build if this Node validates it (Node 20
-   * needs --experimental-wasm-relaxed-simd); true also switches that V8 flag on at runtime; false never uses it.
-   * LONGRUN_RELAXED_SIMD=0/1 overrides 'auto'.
+   * Relaxed SIMD (fused multiply-add): opt-in. 'auto' (default) loads the plain build unless LONGRUN_RELAXED_SIMD=1;
+   * true (or the variable) loads the relaxed build, switching V8's --experimental-wasm-relaxed-simd on at runtime
+   * where this Node needs it (Node 20); false never uses it. Why not by default (bench/results/matmul.md,
+   * bench/results/attention.md): on AMD Zen 4 it is no faster (separate multiply and add pipes already retire as
+   * many flops as the fused ones) and attention runs slower; and `relaxed_madd` may round once or twice depending on
+   * the machine, so a seed would reproduce a run bit for bit only between machines that agree; the plain build's
+   * arithmetic is fully specified by Wasm.
    */
   relaxed?: boolean | 'auto';
 }
@@ -43,12 +47,13 @@ function readWasm(file: string): Uint8Array {
 
 function chooseModule(relaxed: boolean | 'auto'): { module: WasmModule; relaxed: boolean } {
   const env = process.env.LONGRUN_RELAXED_SIMD;
-  const want = relaxed === 'auto' && (env === '0' || env === '1') ? env === '1' : relaxed;
-  if (want !== false) {
+  if (env !== undefined && env !== '' && env !== '0' && env !== '1') throw new Error(`LONGRUN_RELAXED_SIMD must be 0 or 1, got '${env}'`);
+  const want = relaxed === 'auto' ? env === '1' : relaxed;
+  if (want) {
     const bytes = readWasm('longrun.relaxed.wasm');
-    if (!wasmApi.validate(bytes) && want === true) setFlagsFromString('--experimental-wasm-relaxed-simd');
+    if (!wasmApi.validate(bytes)) setFlagsFromString('--experimental-wasm-relaxed-simd');
     if (wasmApi.validate(bytes)) return { module: new wasmApi.Module(bytes), relaxed: true };
-    if (want === true) throw new Error('this Node cannot compile the relaxed-SIMD build even with --experimental-wasm-relaxed-simd');
+    throw new Error('this Node cannot compile the relaxed-SIMD build even with --experimental-wasm-relaxed-simd');
   }
   return { module: new wasmApi.Module(readWasm('longrun.wasm')), relaxed: false };
 }

@@ -51,6 +51,11 @@ export const TrajectoryRecordSchema = z.object({
   tools: z.array(ToolSpecSchema).optional(),
   taskId: z.string().optional(),
   reward: z.number().optional(),
+  /**
+   * Indices into `messages` of assistant messages that are context, not demonstrations (e.g. a demonstrator's
+   * deliberate slips before a recovery): rendered like any other, with no loss on their tokens.
+   */
+  contextOnly: z.array(z.number().int().min(0)).optional(),
 });
 
 export type TrajectoryRecord = z.infer<typeof TrajectoryRecordSchema>;
@@ -96,13 +101,19 @@ export function parseTrajectoriesJsonl(text: string, source = 'input'): Trajecto
  * The agent's view of a trajectory as chat messages: user tool calls and their results (not the agent's) are left
  * out, null contents become '', tool results get the name of the call they answer.
  */
-export function toChatConversation(record: TrajectoryRecord, defaults: ConversationDefaults = {}): { messages: ChatMessage[]; tools?: ToolSpec[] } {
+export function toChatConversation(record: TrajectoryRecord, defaults: ConversationDefaults = {}): { messages: ChatMessage[]; tools?: ToolSpec[]; contextOnly?: Set<number> } {
   const callNames = new Map<string, string>();
   const messages: ChatMessage[] = [];
+  const contextOnlyIn = new Set(record.contextOnly ?? []);
+  const contextOnly = new Set<number>();
   const systemPrompt = record.systemPrompt ?? defaults.systemPrompt;
   if (systemPrompt !== undefined && record.messages[0].role !== 'system') messages.push({ role: 'system', content: systemPrompt });
-  for (const m of record.messages as RecordMessage[]) {
-    if (m.requestor === 'user') continue;
+  (record.messages as RecordMessage[]).forEach((m, index) => {
+    if (m.requestor === 'user') return;
+    if (contextOnlyIn.has(index)) {
+      if (m.role !== 'assistant') throw new Error(`contextOnly names message ${index}, a ${m.role} message; only assistant messages can be context-only`);
+      contextOnly.add(messages.length);
+    }
     if (m.role === 'assistant') {
       const msg: ChatMessage = { role: 'assistant', content: m.content ?? '' };
       if (m.reasoning !== undefined) msg.reasoning = m.reasoning;
@@ -120,21 +131,22 @@ export function toChatConversation(record: TrajectoryRecord, defaults: Conversat
       if (name !== undefined) msg.name = name;
       messages.push(msg);
     } else if (m.role === 'user') {
-      if (m.content === null || m.content === undefined) continue;
+      if (m.content === null || m.content === undefined) return;
       messages.push({ role: 'user', content: m.content });
     } else {
       messages.push({ role: 'system', content: m.content ?? '' });
     }
-  }
+  });
+  for (const i of contextOnlyIn) if (i >= record.messages.length) throw new Error(`contextOnly names message ${i}, but the record has ${record.messages.length} messages`);
   const tools = record.tools ?? defaults.tools;
-  return tools ? { messages, tools: [...tools] } : { messages };
+  return { messages, ...(tools ? { tools: [...tools] } : {}), ...(contextOnly.size > 0 ? { contextOnly } : {}) };
 }
 
 export interface RenderedTrajectory {
   tokens: number[];
   /** 1 on the tokens the model generates (assistant completions), 0 elsewhere. */
   lossMask: number[];
-  /** The completion ids of every assistant turn, in order (what the mask marks). */
+  /** The completion ids of every assistant turn in the loss, in order (what the mask marks). */
   completions: number[][];
 }
 
@@ -152,8 +164,9 @@ function completionTurns(format: ChatFormat, message: ChatMessage): ChatMessage[
 /**
  * Renders one conversation with its loss mask. `trainOnGreeting` (default false): assistant messages before the
  * first user message (τ²'s fixed greeting) are part of the prompt, as in the agent loop, and carry no loss.
+ * `conversation.contextOnly`: indices of assistant messages rendered as completions with no loss (context only).
  */
-export function renderTrajectory(format: ChatFormat, conversation: ConversationStart, options: { trainOnGreeting?: boolean } = {}): RenderedTrajectory {
+export function renderTrajectory(format: ChatFormat, conversation: ConversationStart & { contextOnly?: ReadonlySet<number> }, options: { trainOnGreeting?: boolean } = {}): RenderedTrajectory {
   const msgs = conversation.messages;
   let opening = 0;
   if (msgs[0]?.role === 'system') opening = 1;
@@ -175,8 +188,9 @@ export function renderTrajectory(format: ChatFormat, conversation: ConversationS
         push(session.appendGenerationPrompt(), 0);
         const ids = format.renderCompletion(turn);
         session.appendGenerated(ids);
-        push(ids, 1);
-        completions.push(ids);
+        const contextOnly = conversation.contextOnly?.has(i) ?? false;
+        push(ids, contextOnly ? 0 : 1);
+        if (!contextOnly) completions.push(ids);
       }
     } else {
       // Consecutive tool results go in one append (hermes renders them as one user turn).

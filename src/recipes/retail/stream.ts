@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { createRetailDomain } from '../../domains/retail/domain.ts';
 import { EpisodeRunner } from '../../domains/retail/synth/episode.ts';
+import { RecoveringAgent } from '../../domains/retail/synth/recovery.ts';
 import { makeAgent } from '../../domains/retail/synth/rollouts.ts';
 import { TASK_FAMILIES } from '../../domains/retail/synth/scenario.ts';
 import { generateTaskSet } from '../../domains/retail/synth/taskset.ts';
@@ -56,6 +57,12 @@ export const RetailStreamSchema = z.object({
     mistakeRate: z.number().min(0).max(1).default(0),
     mistakeKinds: z.array(z.string().min(1)).min(1).optional(),
   }).strict().default({ mistakeRate: 0 }),
+  /**
+   * Slips and recoveries (src/domains/retail/synth/recovery.ts): each read call of the demonstrator slips first with
+   * probability `rate` (a wrong id, an item id for a product id, an email one character off); the slip is context,
+   * out of the loss, and the right call after the tool's answer is in it.
+   */
+  recovery: z.object({ rate: z.number().min(0).max(1), maxPerEpisode: int(1).default(2) }).strict().optional(),
   /** Copy-drill documents filling `share` of each step's token budget (0 = none). */
   copyDrill: z.object({
     share: z.number().min(0).lt(1),
@@ -121,7 +128,7 @@ export interface RetailStreamStepStats {
   /** Tokens in the kept rows / tokens generated. */
   kept: number;
   generated: number;
-  /** Mistakes the demonstrator made, by kind (when its mistake knob is on). */
+  /** Mistakes the demonstrator made, by kind (when its mistake knob is on); `slip`: slipped reads (recovery knob). */
   mistakes: Record<string, number>;
   /** Conversation drills this step could not build from its conversations (their share went to the conversations). */
   drillsSkipped: number;
@@ -159,7 +166,8 @@ export class RetailStream implements SftSource {
     const set = generateTaskSet({ worldSeed, taskSeed: hash32(s.seed, 0x7a5c, step, k), count: s.tasksPerWorld, sizes, families: s.families, difficulty, split: 'stream' });
     const domain = createRetailDomain({ db: set.world, policy: this.policy });
     const runner = new EpisodeRunner({ domain, tasks: set.tasks, user: new ScriptedRetailUser(new Map(set.tasks.map((t) => [t.id, t.longrun]))) });
-    const agent = makeAgent('expert', s.expert.mistakeRate > 0 ? { mistakeRate: s.expert.mistakeRate, mistakeKinds: s.expert.mistakeKinds } : undefined);
+    const expert = makeAgent('expert', s.expert.mistakeRate > 0 ? { mistakeRate: s.expert.mistakeRate, mistakeKinds: s.expert.mistakeKinds } : undefined);
+    const agent = s.recovery && s.recovery.rate > 0 ? new RecoveringAgent(expert, s.recovery) : expert;
     const records: TrajectoryRecord[] = [];
     const mistakes: Record<string, number> = {};
     let success = 0;
@@ -167,7 +175,8 @@ export class RetailStream implements SftSource {
       for (let i = 0; i < set.tasks.length; i++) {
         const t = await runner.run(agent, set.tasks[i].id, hash32(s.seed, 0xe915, step, k, i));
         if (t.reward === 1) success++;
-        for (const m of (t as { mistakes?: { kind: string }[] }).mistakes ?? []) mistakes[m.kind] = (mistakes[m.kind] ?? 0) + 1;
+        for (const m of t.mistakes ?? []) mistakes[m.kind] = (mistakes[m.kind] ?? 0) + 1;
+        if (t.slips?.length) mistakes.slip = (mistakes.slip ?? 0) + t.slips.length;
         records.push(TrajectoryRecordSchema.parse(JSON.parse(JSON.stringify({ ...t, ...this.ctx.conversation }))));
       }
     } finally {
@@ -252,11 +261,11 @@ export class RetailStream implements SftSource {
 }
 
 /**
- * Held-out conversations for the eval loss: `steps` steps of the stream under another seed, without drills (still
+ * Held-out conversations for the eval loss: `steps` steps of the stream under another seed, without drills or slips (still
  * avoiding excluded worlds; the worlds differ from the training stream's by their seeds).
  */
 export async function streamEvalDocuments(spec: RetailStreamSpec, ctx: RetailStreamContext, steps = 4, salt = 0xe7a1): Promise<SftDocument[]> {
-  const s = new RetailStream({ ...spec, seed: hash32(spec.seed, salt), copyDrill: undefined, identityDrill: undefined, writeDrill: undefined }, ctx);
+  const s = new RetailStream({ ...spec, seed: hash32(spec.seed, salt), copyDrill: undefined, identityDrill: undefined, writeDrill: undefined, recovery: undefined }, ctx);
   const out: SftDocument[] = [];
   for (let step = 0; step < steps; step++) {
     const d = await s.stepData(step);

@@ -27,19 +27,22 @@ export const RETAIL_WRITES: readonly string[] = [
 /** The drill conversations, `documents` of them drawn from the expert trajectories that write. */
 export function writeDrillRecords(experts: readonly TrajectoryRecord[], options: WriteDrillOptions): TrajectoryRecord[] {
   if (!(Number.isInteger(options.documents) && options.documents >= 1)) throw new RangeError(`writeDrill: documents must be a positive integer, got ${options.documents}`);
-  const prefixes: { messages: Message[]; address?: Address }[] = [];
+  const prefixes: { messages: Message[]; address?: Address; contextOnly?: number[] }[] = [];
   for (const r of experts) {
     const at = r.messages.findIndex((m) => m.role === 'assistant' && (m.toolCalls ?? []).some((c) => RETAIL_WRITES.includes(c.name)));
     if (at < 0) continue;
     const address = addressPrefix(r);
-    prefixes.push(address && address.messages.length === at + 1 ? address : { messages: r.messages.slice(0, at + 1) });
+    const contextOnly = r.contextOnly?.filter((i) => i <= at);
+    const prefix = address && address.messages.length === at + 1 ? address : { messages: r.messages.slice(0, at + 1) };
+    prefixes.push(contextOnly?.length ? { ...prefix, contextOnly } : prefix);
   }
   if (prefixes.length === 0) throw new Error('writeDrill: no expert trajectory calls a write tool');
   const rng = new SynthRng(options.seed ?? 0);
   const out: TrajectoryRecord[] = [];
   for (let d = 0; d < options.documents; d++) {
     const p = rng.pick(prefixes);
-    out.push({ taskId: `write_drill_${d}`, messages: p.address ? swapAddress(p.messages, p.address, freshAddress(rng, p.address)) : p.messages });
+    const messages = p.address ? swapAddress(p.messages, p.address, freshAddress(rng, p.address)) : p.messages;
+    out.push({ taskId: `write_drill_${d}`, messages, ...(p.contextOnly ? { contextOnly: p.contextOnly } : {}) });
   }
   return out;
 }

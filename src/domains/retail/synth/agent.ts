@@ -21,6 +21,15 @@ export interface AgentNotes {
   mistakes: AgentMistake[];
   /** Decision points at which a mistake could have been made (each drew once against the mistake rate). */
   mistakeOpportunities: number;
+  /** Calls made by mistake and then made right (recovery.ts): context for the turns after them, not demonstrations. */
+  slips?: SlipRecord[];
+}
+
+/** A slipped call (recovery.ts). */
+export interface SlipRecord {
+  /** The agent turn (0-based, counting the agent's turns) that slipped. */
+  turn: number;
+  detail: string;
 }
 
 export interface AgentSession {

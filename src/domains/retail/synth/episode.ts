@@ -10,7 +10,7 @@ import type { Task } from '../../../tooluse/tasks.ts';
 import type { UserSimulator } from '../../../tooluse/user.ts';
 import type { RetailDb } from '../db.ts';
 import type { RetailDomain } from '../domain.ts';
-import type { AgentMistake, SynthAgent } from './agent.ts';
+import type { AgentMistake, SlipRecord, SynthAgent } from './agent.ts';
 
 export interface Trajectory {
   taskId: string;
@@ -30,6 +30,13 @@ export interface Trajectory {
   mistakes?: AgentMistake[];
   /** The decision points at which it could have made one. */
   mistakeOpportunities?: number;
+  /** Slipped calls (recovery.ts), what was meant and what was sent. */
+  slips?: SlipRecord[];
+  /**
+   * Indices into `messages` of the agent messages that are context, not demonstrations (the slips): SFT renders them
+   * with no loss.
+   */
+  contextOnly?: number[];
 }
 
 export interface EpisodeRunnerOptions {
@@ -56,8 +63,11 @@ export class EpisodeRunner {
     const task = this.env.currentTask!;
     const session = agent.start({ task, tools: this.env.tools, seed });
     let done = this.env.messages.length > 0 && info.terminationReason !== null;
+    /** The index in env.messages of each agent turn's message (it is appended first by the step). */
+    const turnAt: number[] = [];
     while (!done) {
       const turn = session.act(obs.messages);
+      turnAt.push(this.env.messages.length);
       const [next, , terminated, truncated, stepInfo] = await this.env.step(turn);
       obs = next;
       info = stepInfo;
@@ -80,6 +90,7 @@ export class EpisodeRunner {
       toolErrors: info.numErrors as number,
       messages: [...this.env.messages],
       ...(notes ? { mistakes: notes.mistakes.map((m) => ({ ...m })), mistakeOpportunities: notes.mistakeOpportunities } : {}),
+      ...(notes?.slips?.length ? { slips: notes.slips.map((x) => ({ ...x })), contextOnly: notes.slips.map((x) => turnAt[x.turn]!) } : {}),
     };
   }
 

@@ -1,0 +1,95 @@
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { createRetailDomain } from '../../../src/domains/retail/domain.ts';
+import { EpisodeRunner, type Trajectory } from '../../../src/domains/retail/synth/episode.ts';
+import { ExpertAgent } from '../../../src/domains/retail/synth/expert.ts';
+import { RecoveringAgent, SLIPPING_TOOLS } from '../../../src/domains/retail/synth/recovery.ts';
+import { generateTasks } from '../../../src/domains/retail/synth/task-gen.ts';
+import { ScriptedRetailUser } from '../../../src/domains/retail/synth/user-sim.ts';
+import { generateWorld } from '../../../src/domains/retail/synth/world.ts';
+import { createChatFormat } from '../../../src/llm/index.ts';
+import { buildSftDocuments, renderTrajectory, toChatConversation, trainSftTokenizer, TrajectoryRecordSchema } from '../../../src/rl/sft-data.ts';
+
+const world = generateWorld(41);
+const domain = createRetailDomain({ db: world, policy: 'policy' });
+const tasks = generateTasks(world, 7, { count: 60 }).tasks;
+
+type AnyCall = { name: string; arguments: Record<string, unknown> };
+const callsOf = (t: Trajectory, skip: ReadonlySet<number> = new Set()): AnyCall[] =>
+  t.messages.flatMap((m, i) => (m.role === 'assistant' && !skip.has(i) ? (m.toolCalls ?? []).map((c) => ({ name: c.name, arguments: c.arguments as Record<string, unknown> })) : []));
+const textsOf = (t: Trajectory) => t.messages.filter((m) => m.role !== 'tool' && m.content).map((m) => `${m.role}: ${m.content}`);
+
+describe('slips and recoveries (the recovery knob)', () => {
+  it('slips only on reads, out of the loss, and the episode is otherwise the expert’s own (same reward, calls and texts)', async () => {
+    const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
+    const expert = new ExpertAgent();
+    const recovering = new RecoveringAgent(expert, { rate: 0.5, maxPerEpisode: 3 });
+    let slipped = 0;
+    const errors: number[] = [];
+    for (const [i, task] of tasks.entries()) {
+      const a = await runner.run(expert, task.id, 500 + i);
+      const b = await runner.run(recovering, task.id, 500 + i);
+      assert.equal(b.reward, a.reward, task.id);
+      assert.equal(a.reward, 1, task.id);
+      const skip = new Set(b.contextOnly ?? []);
+      assert.equal(skip.size, b.slips?.length ?? 0);
+      assert.deepEqual(callsOf(b, skip), callsOf(a), `${task.id}: without its slips, the episode makes the expert's calls`);
+      assert.deepEqual(textsOf(b), textsOf(a), `${task.id}: and says the same`);
+      assert.ok((b.slips?.length ?? 0) <= 3);
+      for (const at of skip) {
+        const m = b.messages[at]!;
+        assert.equal(m.role, 'assistant');
+        const slip = m.role === 'assistant' ? m.toolCalls![0]! : null;
+        assert.ok(slip && (SLIPPING_TOOLS as readonly string[]).includes(slip.name), `only reads slip, not ${slip?.name}`);
+        const next = b.messages[at + 2]!;
+        assert.ok(next.role === 'assistant' && next.toolCalls?.[0]?.name === slip.name, 'the recovery calls the same tool');
+        assert.notDeepEqual(next.role === 'assistant' ? next.toolCalls![0]!.arguments : null, slip.arguments, 'with other arguments');
+      }
+      slipped += skip.size;
+      errors.push(b.toolErrors - a.toolErrors);
+    }
+    await runner.close();
+    assert.ok(slipped >= 40, `slips at rate 0.5 on 60 episodes: ${slipped}`);
+    assert.ok(errors.some((e) => e > 0), 'some slips get the tool’s error');
+    assert.ok(errors.every((e) => e >= 0 && e <= 3));
+  });
+
+  it('the same seed gives the same slips; rate 0 is the expert message for message', async () => {
+    const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
+    const r = new RecoveringAgent(new ExpertAgent(), { rate: 0.4 });
+    const a = await runner.run(r, tasks[3]!.id, 9);
+    const b = await runner.run(r, tasks[3]!.id, 9);
+    assert.deepEqual(b, a);
+    const zero = await runner.run(new RecoveringAgent(new ExpertAgent(), { rate: 0 }), tasks[3]!.id, 9);
+    assert.deepEqual(zero, await runner.run(new ExpertAgent(), tasks[3]!.id, 9));
+    await runner.close();
+    assert.throws(() => new RecoveringAgent(new ExpertAgent(), { rate: 1.5 }), /recovery rate must be a number in \[0, 1\]/);
+    assert.throws(() => new RecoveringAgent(new ExpertAgent(), { rate: 0.1, maxPerEpisode: 0 }), /maxPerEpisode must be a positive integer/);
+  });
+
+  it('SFT renders a slip as context: its tokens are in the document with no loss, the recovery has loss', async () => {
+    const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
+    let t: Trajectory | undefined;
+    for (let seed = 0; !t?.contextOnly?.length; seed++) t = await runner.run(new RecoveringAgent(new ExpertAgent(), { rate: 0.5 }), tasks[1]!.id, seed);
+    await runner.close();
+    const record = TrajectoryRecordSchema.parse(JSON.parse(JSON.stringify(t)));
+    assert.deepEqual(record.contextOnly, t.contextOnly);
+    const tokenizer = trainSftTokenizer([record], { vocabSize: 600, format: 'harmony' });
+    const format = createChatFormat('harmony', tokenizer);
+    const conversation = toChatConversation(record);
+    assert.equal(conversation.contextOnly?.size, t.contextOnly!.length);
+    const withSlip = renderTrajectory(format, conversation);
+    const { contextOnly: _c, ...plain } = record;
+    const asDemo = renderTrajectory(format, toChatConversation(plain));
+    assert.deepEqual(withSlip.tokens, asDemo.tokens, 'the same tokens');
+    const lossOf = (r: { lossMask: number[] }) => r.lossMask.reduce((a, b) => a + b, 0);
+    const slipTokens = [...conversation.contextOnly!].reduce((n, i) => n + format.renderCompletion(conversation.messages[i]!).length, 0);
+    assert.equal(lossOf(asDemo) - lossOf(withSlip), slipTokens, 'exactly the slips’ completion tokens leave the loss');
+    assert.ok(lossOf(withSlip) < lossOf(asDemo) && lossOf(withSlip) > 0);
+    assert.equal(withSlip.completions.length, asDemo.completions.length - t.contextOnly!.length);
+    const docs = buildSftDocuments([record], format, { maxSeqLen: 100000 });
+    assert.equal(docs.stats.lossTokens, lossOf(withSlip) - (withSlip.lossMask[0] ?? 0));
+    assert.throws(() => toChatConversation({ ...record, contextOnly: [record.messages.findIndex((m) => m.role === 'user')] }), /only assistant messages can be context-only/);
+    assert.throws(() => toChatConversation({ ...record, contextOnly: [record.messages.length + 3] }), /but the record has/);
+  });
+});
