@@ -19,6 +19,20 @@ export interface BpeTrainOptions {
   pattern?: string;
   /** Stop merging when the best pair occurs fewer times than this (default 2): the vocabulary may then be smaller. */
   minPairCount?: number;
+  /**
+   * Never merge a space with the letter after it (default false). A word then encodes to the same tokens after a
+   * space as after a quote or at the start of a line (" Moreau" = " " + the tokens of "Moreau"), so a model copying a
+   * name from a sentence into a JSON argument copies token for token instead of mapping " M" to "M". Costs one token
+   * per word. Only which merges are learnt changes, not how they are applied.
+   */
+  separateSpaceBeforeLetters?: boolean;
+}
+
+/** A space byte followed by a letter byte (ASCII, or the lead/continuation bytes of a non-ASCII character). */
+function spaceThenLetter(left: readonly number[], right: readonly number[]): boolean {
+  const last = left[left.length - 1];
+  const first = right[0];
+  return last === 0x20 && ((first >= 0x41 && first <= 0x5a) || (first >= 0x61 && first <= 0x7a) || first >= 0x80);
 }
 
 /** Pair (a, b) → one number. Ids stay below 2^21, so the key is exact in a double. */
@@ -99,6 +113,9 @@ export function trainBpeModel(corpus: string | Iterable<string>, options: BpeTra
   }
 
   const merges: [number, number][] = [];
+  // The bytes of every id so far, for the merge filter.
+  const tokenBytes: number[][] = Array.from({ length: 256 }, (_, i) => [i]);
+  const forbidden = (a: number, b: number): boolean => options.separateSpaceBeforeLetters === true && spaceThenLetter(tokenBytes[a], tokenBytes[b]);
   while (merges.length < maxMerges) {
     const top = heap.pop();
     if (!top) break;
@@ -106,8 +123,10 @@ export function trainBpeModel(corpus: string | Iterable<string>, options: BpeTra
     if (top.count < minPairCount) break;
     const a = Math.floor(top.key / PAIR_BASE);
     const b = top.key % PAIR_BASE;
+    if (forbidden(a, b)) continue; // re-pushed whenever its count changes, skipped again
     const merged = 256 + merges.length;
     merges.push([a, b]);
+    tokenBytes.push([...tokenBytes[a], ...tokenBytes[b]]);
 
     const deltas = new Map<number, number>();
     for (const w of pairWords.get(top.key) ?? []) {

@@ -322,6 +322,8 @@ export interface SftTokenizerOptions extends ConversationDefaults {
   minPairCount?: number;
   /** Pre-tokenization pattern (default: GPT-style, digits in runs of up to three). */
   pattern?: string;
+  /** Keep a space apart from the letter after it (`BpeTrainOptions.separateSpaceBeforeLetters`). */
+  separateSpaceBeforeLetters?: boolean;
 }
 
 /** Trains the tiny byte-level BPE on the trajectories (deterministic for the same records and options). */
@@ -331,5 +333,6 @@ export function trainSftTokenizer(records: readonly TrajectoryRecord[], options:
   return BpeTokenizer.train(corpus, {
     vocabSize: options.vocabSize, ...(options.minPairCount !== undefined ? { minPairCount: options.minPairCount } : {}),
     ...(options.pattern !== undefined ? { pattern: options.pattern } : {}),
+    ...(options.separateSpaceBeforeLetters ? { separateSpaceBeforeLetters: true } : {}),
   });
 }

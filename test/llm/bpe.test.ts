@@ -106,6 +106,25 @@ describe('BPE training', () => {
     assert.throws(() => trainBpeModel('abc', { vocabSize: 300, eosTokens: ['<|nope|>'] }), /not among the special tokens/);
   });
 
+  test('separateSpaceBeforeLetters: a word encodes alike after a space and inside a JSON string', () => {
+    const corpus = makeCorpus(6, 2000) + '\nMy name is Elena Moreau. {"last_name": "Moreau"} caf\u00e9 \u00e9t\u00e9 (x) "y"';
+    const merged = BpeTokenizer.train(corpus, { vocabSize: 700 });
+    const separate = BpeTokenizer.train(corpus, { vocabSize: 700, separateSpaceBeforeLetters: true });
+    const spaceLetter = (tok: BpeTokenizer) => Array.from({ length: tok.vocabSize }, (_, id) => id)
+      .filter((id) => !tok.isSpecial(id) && /^ [A-Za-z\u0080-\uffff]/.test(tok.decode([id])) && tok.decode([id]).length > 1);
+    // The default learns " order"-style merges; with the option no token starts with a space and a letter.
+    assert.ok(spaceLetter(merged).length > 20, `merged has ${spaceLetter(merged).length} space+letter tokens`);
+    assert.deepEqual(spaceLetter(separate), []);
+    const space = separate.encode(' ');
+    for (const word of ['Moreau', 'order', 'details', 'café']) {
+      assert.deepEqual(separate.encode(` ${word}`), [...space, ...separate.encode(word)], word);
+      assert.equal(separate.decode(separate.encode(`a ${word} "${word}"`)), `a ${word} "${word}"`);
+    }
+    assert.notDeepEqual(merged.encode(' order'), [...merged.encode(' '), ...merged.encode('order')]);
+    // Words still merge among their letters.
+    assert.equal(separate.encode('order').length, 1);
+  });
+
   test('learns useful merges: frequent words become single tokens', () => {
     const tok = tinyBpe();
     assert.equal(tok.encode(' order').length, 1);

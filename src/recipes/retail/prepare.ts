@@ -78,6 +78,12 @@ export const PrepareSchema = z.object({
      * (`single` differs from it only on uppercase contractions, combining marks and whitespace runs before a digit).
      */
     digits: z.enum(['groups', 'single', 'single-llama']).optional(),
+    /**
+     * `merge` (default): BPE may merge a space with the word after it, as GPT-style tokenizers do; `separate`: a space
+     * stays its own token before a letter, so a name encodes alike in the user's sentence and in a tool call's JSON
+     * argument (" Moreau" is " " + the tokens of "Moreau"), one more token per word.
+     */
+    spaces: z.enum(['merge', 'separate']).optional(),
   }).strict(),
   /** Tool schemas in the prompts the tokenizer is trained on (the run's `taskOptions.tools`; set by `longrun train`). */
   tools: z.enum(['full', 'compact']).default('full'),
@@ -209,6 +215,7 @@ export async function prepareRetailData(raw: unknown, options: { tools?: ToolSch
     vocabSize: spec.tokenizer.vocabSize, format: spec.tokenizer.format, ...conversationDefaults(train, spec.tools),
     ...(spec.tokenizer.digits === 'single' ? { pattern: SINGLE_DIGIT_PRETOKENIZE_PATTERN } : {}),
     ...(spec.tokenizer.digits === 'single-llama' ? { pattern: LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder } : {}),
+    ...(spec.tokenizer.spaces === 'separate' ? { separateSpaceBeforeLetters: true } : {}),
   });
   tokenizer.save(paths.tokenizer);
   log.push(`prepare: BPE tokenizer with ${tokenizer.vocabSize} tokens → ${paths.tokenizer}`);
