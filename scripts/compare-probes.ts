@@ -21,7 +21,19 @@ interface EvalRow {
   reward: number;
   terminationReason?: string;
   toolErrors?: number;
-  messages?: { role: string; toolCalls?: unknown[] | null }[];
+  messages?: { role: string; toolCalls?: { name: string }[] | null; error?: boolean }[];
+}
+
+/**
+ * The episode's first identity lookup (find_user_id_by_email / _by_name_zip): did it find the user? undefined when
+ * there was none. On tasks whose user exists this measures whether the agent copied the identity it was given.
+ */
+function firstLookupFound(messages: NonNullable<EvalRow['messages']>): boolean | undefined {
+  for (let i = 0; i < messages.length; i++) {
+    const call = messages[i].role === 'assistant' ? messages[i].toolCalls?.[0] : undefined;
+    if (call?.name.startsWith('find_user_id_by_')) return messages[i + 1]?.role === 'tool' && messages[i + 1].error !== true;
+  }
+  return undefined;
 }
 
 /** A `longrun eval --out` folder: rewards by task, families from its tasks file, and a line about the episodes. */
@@ -36,7 +48,7 @@ function readEval(dir: string): Probe {
   }
   const byTask = new Map<string, number[]>();
   const ends = new Map<string, number>();
-  let calls = 0, errors = 0, episodes = 0;
+  let calls = 0, errors = 0, episodes = 0, lookups = 0, found = 0;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (!line.trim()) continue;
     const r = JSON.parse(line) as EvalRow;
@@ -47,6 +59,8 @@ function readEval(dir: string): Probe {
     ends.set(r.terminationReason ?? '?', (ends.get(r.terminationReason ?? '?') ?? 0) + 1);
     errors += r.toolErrors ?? 0;
     for (const m of r.messages ?? []) if (m.role === 'assistant') calls += m.toolCalls?.length ?? 0;
+    const first = family.get(r.taskId) === 'failed_auth' ? undefined : firstLookupFound(r.messages ?? []);
+    if (first !== undefined) { lookups++; if (first) found++; }
   }
   if (byTask.size === 0) throw new Error(`${dir}: no finished episodes in trajectories.jsonl`);
   for (const t of [...family.keys()]) if (!byTask.has(t)) family.delete(t);
@@ -54,7 +68,7 @@ function readEval(dir: string): Probe {
   const at = (f: typeof passAtK) => mean([...byTask.values()].map((rs) => f(rs.length, rs.filter(isSuccess).length, k)));
   const endText = [...ends].sort((a, b) => b[1] - a[1]).map(([t, n]) => `${t} ${n}`).join(', ');
   const summary = `${episodes} episodes, ${k}+ a task: pass@${k} ${at(passAtK).toFixed(3)}, pass^${k} ${at(passHatK).toFixed(3)}; ` +
-    `${calls} tool calls, ${errors} errors; ended: ${endText}`;
+    `${calls} tool calls, ${errors} errors; first identity lookups that found the user (user exists) ${found}/${lookups}; ended: ${endText}`;
   return { name: basename(dir), byTask, family, summary };
 }
 

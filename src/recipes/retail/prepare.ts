@@ -81,7 +81,7 @@ export const PrepareSchema = z.object({
     /**
      * `merge` (default): BPE may merge a space with the word after it, as GPT-style tokenizers do; `separate`: a space
      * stays its own token before a letter, so a name encodes alike in the user's sentence and in a tool call's JSON
-     * argument (" Moreau" is " " + the tokens of "Moreau"), one more token per word.
+     * argument (" Moreau" is " " + the tokens of "Moreau"), one more token per word; GGUF exports stay exact.
      */
     spaces: z.enum(['merge', 'separate']).optional(),
   }).strict(),
