@@ -80,6 +80,29 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     await assert.rejects(new RetailStream(parseRetailStream({ ...base, copyDrill: { share: 0.5 }, identityDrill: { share: 0.3 }, writeDrill: { share: 0.3 } }), ctx).stepData(0), /add up to/);
   });
 
+  it('packing: fill gives each drill its share of the kept tokens, the short copy drills too', async () => {
+    const ctx = await context();
+    const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 }, copyDrill: { share: 0.2 }, identityDrill: { share: 0.3 }, writeDrill: { share: 0.1 } };
+    const fill = new RetailStream(parseRetailStream({ ...base, packing: 'fill' }), ctx);
+    const d = await fill.stepData(4);
+    const st = fill.lastStats!;
+    assert.deepEqual(tokensOf(await new RetailStream(parseRetailStream({ ...base, packing: 'fill' }), ctx).stepData(4)), tokensOf(d), 'deterministic');
+    assert.ok(d.rows.length <= ctx.rowsPerStep && d.rows.every((r) => r.length <= ctx.seqLen && r.length === r.docs.reduce((a, i) => a + d.docs[i].tokens.length, 0)));
+    const kept = d.rows.reduce((a, r) => a + r.length, 0);
+    assert.equal(st.kept, kept);
+    assert.ok(kept > 0.95 * ctx.seqLen * ctx.rowsPerStep, `rows are full (${kept} of ${ctx.seqLen * ctx.rowsPerStep})`);
+    const room = kept - st.conversationTokens;
+    const k = st.drillKept!;
+    assert.equal(k.identity + k.write + k.copy, room, 'the room after the conversations is all drills');
+    // Shares 0.3 : 0.1 : 0.2 of the room, each within a document of its quota.
+    for (const [kind, share] of [['identity', 0.3], ['write', 0.1], ['copy', 0.2]] as const) {
+      const want = (room * share) / 0.6;
+      assert.ok(Math.abs(k[kind] - want) < 0.1 * want + 600, `${kind}: ${k[kind]} tokens kept, quota ${want.toFixed(0)}`);
+    }
+    assert.notEqual(fill.fingerprint, new RetailStream(parseRetailStream(base), ctx).fingerprint, 'another packing is another stream');
+    assert.throws(() => parseRetailStream({ ...base, packing: 'fullest' }), /packing/);
+  });
+
   it('never generates an excluded world, and the eval documents come from other worlds', async () => {
     const ctx = await context();
     const spec = parseRetailStream({ seed: 9, tasksPerWorld: 3, world: { products: 20, users: 30, orders: 60 } });
