@@ -85,10 +85,10 @@ export const RetailStreamSchema = z.object({
   /**
    * How a step's documents become its rows. Unset: every document is generated for its share of the budget, packed
    * first-fit decreasing, and the fullest rows kept, so the short drills, packed last, are the ones left out (at 60 %
-   * identity drills about 45 % of the kept tokens were drills, and 3 of 32 copy drills were kept). `fill`: the
-   * conversations are packed first and the room left in the step's rows is shared among the drills by their shares,
-   * one drill document at a time, so each drill gets its share of the trained tokens. Unset keeps the data of runs
-   * made before this option bit for bit.
+   * identity drills 42–48 % of the kept tokens were identity drills, and 3 of 32 copy drills were kept;
+   * scripts/stream-composition.ts). `fill`: the conversations are packed first (they may pass their share by one
+   * conversation) and the room left in the step's rows is shared among the drills by their shares, one drill document
+   * at a time. Unset keeps the data of runs made before this option bit for bit.
    */
   packing: z.literal('fill').optional(),
 }).strict();
@@ -143,6 +143,11 @@ export interface RetailStreamStepStats {
   drillsSkipped: number;
   /** `packing: fill`: the drill tokens placed in the rows, by drill. */
   drillKept?: { identity: number; write: number; copy: number };
+}
+
+/** The `n` fullest packed rows, in packing order (first-fit decreasing leaves the short remainders in the last rows). */
+function fullestRows(packed: readonly PackedRow[], n: number): PackedRow[] {
+  return packed.map((r, i) => ({ r, i })).sort((a, b) => b.r.length - a.r.length || a.i - b.i).slice(0, n).sort((a, b) => a.i - b.i).map((x) => x.r);
 }
 
 /** The retail stream as an SFT data source (`runSft`'s `source`). */
@@ -230,9 +235,7 @@ export class RetailStream implements SftSource {
       }
     }
     stats.generated = stats.conversationTokens + stats.drillTokens;
-    const packed = packDocuments(docs.map((d) => d.tokens.length), seqLen);
-    // The fullest rows, in packing order (first-fit-decreasing leaves the short remainders in the last rows).
-    const rows: PackedRow[] = packed.map((r, i) => ({ r, i })).sort((a, b) => b.r.length - a.r.length || a.i - b.i).slice(0, rowsPerStep).sort((a, b) => a.i - b.i).map((x) => x.r);
+    const rows = fullestRows(packDocuments(docs.map((d) => d.tokens.length), seqLen), rowsPerStep);
     stats.kept = rows.reduce((a, r) => a + r.length, 0);
     this.lastStats = stats;
     return { docs, rows };
@@ -240,8 +243,8 @@ export class RetailStream implements SftSource {
 
   /**
    * The drill documents of a step, by drill (identity, write, copy), each generated until it holds `targets[i]` tokens
-   * (the identity and write drills one document past it at most, the copy drill a batch of 16); the same documents for
-   * the same step whatever the targets' order of magnitude, since each drill draws from its own seeded generator.
+   * (the identity and write drills one document past it at most, the copy drill a batch of 16). Each drill draws from
+   * its own generator seeded by the step, so one drill's target never changes another's documents.
    */
   private drillDocuments(step: number, records: TrajectoryRecord[], targets: readonly number[], stats: RetailStreamStepStats): SftDocument[][] {
     const { seqLen, format, tokenizer } = this.ctx;
@@ -296,9 +299,7 @@ export class RetailStream implements SftSource {
   private fillRows(step: number, convDocs: SftDocument[], records: TrajectoryRecord[], stats: RetailStreamStepStats, shares: readonly number[], drillShare: number): SftStepData {
     const { seqLen, rowsPerStep } = this.ctx;
     const docs = [...convDocs];
-    const packed = packDocuments(docs.map((d) => d.tokens.length), seqLen);
-    const rows: PackedRow[] = packed.map((r, i) => ({ r, i })).sort((a, b) => b.r.length - a.r.length || a.i - b.i).slice(0, rowsPerStep).sort((a, b) => a.i - b.i)
-      .map((x) => ({ docs: [...x.r.docs], length: x.r.length }));
+    const rows = fullestRows(packDocuments(docs.map((d) => d.tokens.length), seqLen), rowsPerStep).map((r) => ({ docs: [...r.docs], length: r.length }));
     while (rows.length < rowsPerStep) rows.push({ docs: [], length: 0 });
     const room = rows.reduce((a, r) => a + seqLen - r.length, 0);
     const quotas = shares.map((sh) => (drillShare > 0 ? (room * sh) / drillShare : 0));

@@ -1,0 +1,49 @@
+/**
+ * What a retail stream's steps train on: tokens generated and tokens kept in the step's rows, by kind of document
+ * (conversation, identity drill, write drill, copy drill), for the stream of an SFT run file.
+ *
+ *   node --import tsx scripts/stream-composition.ts --config RUN.yaml [--steps 5,77]
+ *
+ * Kinds are read from the documents: the step's first `conversationTokens` are its conversations (they come first),
+ * a copy drill has no harmony header, a write drill ends in a write call, the other drills are identity drills.
+ */
+import { parseArgs } from 'node:util';
+import { loadRun } from '../src/recipes/load-run.ts';
+import { parseRetailStream, RetailStream } from '../src/recipes/retail/stream.ts';
+
+const { values: a } = parseArgs({ options: { config: { type: 'string' }, steps: { type: 'string', default: '5,77' } } });
+if (!a.config) throw new Error('usage: --config RUN.yaml [--steps 5,77]');
+const steps = a.steps!.split(',').map(Number);
+if (!steps.every((s) => Number.isInteger(s) && s >= 0)) throw new Error(`--steps must be non-negative integers, got ${a.steps}`);
+const { run, built } = await loadRun(a.config, { keepSft: true });
+if (run.sft?.stream === undefined || !built.conversation) throw new Error(`${a.config} has no sft.stream section on task retail-synth`);
+const seqLen = Number((run.sft.config as { seqLen?: number } | undefined)?.seqLen ?? 6144);
+const rowsPerStep = Number((run.sft.config as { rowsPerStep?: number } | undefined)?.rowsPerStep ?? 3);
+const stream = new RetailStream(parseRetailStream(run.sft.stream), { format: built.deps.format, tokenizer: built.tokenizer, conversation: built.conversation, seqLen, rowsPerStep });
+const WRITE = /to=functions\.(cancel_pending_order|modify_pending_order_\w+|modify_user_address|return_delivered_order_items|exchange_delivered_order_items)/;
+for (const step of steps) {
+  const d = await stream.stepData(step);
+  const conv = stream.lastStats!.conversationTokens;
+  let seen = 0;
+  const kinds = d.docs.map((doc) => {
+    const before = seen;
+    seen += doc.tokens.length;
+    if (before < conv) return 'conversation';
+    const text = built.tokenizer.decode([...doc.tokens]);
+    return !text.startsWith('<|start|>') ? 'copy' : WRITE.test(text) ? 'write' : 'identity';
+  });
+  const kept = new Set(d.rows.flatMap((r) => r.docs));
+  const table: Record<string, { generated: number; kept: number; docs: string }> = {};
+  const keptTotal = d.rows.reduce((s, r) => s + r.length, 0);
+  const counts: Record<string, [number, number]> = {};
+  d.docs.forEach((doc, i) => {
+    const t = (table[kinds[i]] ??= { generated: 0, kept: 0, docs: '' });
+    const c = (counts[kinds[i]] ??= [0, 0]);
+    t.generated += doc.tokens.length;
+    c[1]++;
+    if (kept.has(i)) { t.kept += doc.tokens.length; c[0]++; }
+  });
+  for (const [k, t] of Object.entries(table)) t.docs = `${counts[k][0]}/${counts[k][1]} kept`;
+  console.log(`step ${step}: ${keptTotal} of ${seqLen * rowsPerStep} row tokens filled`);
+  for (const [k, t] of Object.entries(table)) console.log(`  ${k.padEnd(12)} generated ${String(t.generated).padStart(6)}  kept ${String(t.kept).padStart(6)} (${(100 * t.kept / keptTotal).toFixed(1)} % of kept)  ${t.docs}`);
+}
