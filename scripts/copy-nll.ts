@@ -6,17 +6,22 @@
  * meaning (the email the user gave), the later ones follow it.
  * An agent that does not copy sits near ln(10) = 2.30 nats per digit with single-digit tokens (more with digit
  * groups); one that copies goes towards 0. `p>0.5` is the share of digit tokens the model gives more than half its
- * probability.
+ * probability. `digitNllFirst` / `digitNllRest`: the first digit of a number and the digits after it (copied once the
+ * number is found).
  *
  * `callP50` is the share of the assistant's tool calls (function name and JSON arguments) whose every token gets more than
  * half the model's probability under teacher forcing, so greedy decoding would write the call exactly; `callP50ByTool`
  * splits it by tool.
  * A config with `sft.stream` is scored on the stream's held-out conversations (the eval loss's).
  *
+ * `--show FIELD:PLACE` (e.g. `first_name:first`) prints each such token with its probability, the model's three likeliest
+ * tokens there, and the `--show-chars` characters of text before it (default 60); `--show digits` prints the digit
+ * tokens that get at most half the probability.
+ *
  * `--address` scores the last N documents that write an address instead, and splits out the address tokens of the write
  * call (`address1`, `address2`, `city`, `state`, `zip`: copied from the customer's sentence) as `addressNll`.
  *
- *   node --import tsx scripts/copy-nll.ts --config RUN.yaml --checkpoint SFT_CHECKPOINT [--docs 8] [--address]
+ *   node --import tsx scripts/copy-nll.ts --config RUN.yaml --checkpoint SFT_CHECKPOINT [--docs 8] [--address] [--show first_name:first]
  */
 import { parseArgs } from 'node:util';
 import { sftDocuments } from '../src/recipes/sft-documents.ts';
@@ -25,7 +30,9 @@ import type { SftDocument } from '../src/rl/packing.ts';
 import { heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } from '../src/recipes/retail/stream.ts';
 import { loadRun } from '../src/recipes/load-run.ts';
 
-const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false } } });
+const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false }, show: { type: 'string' }, 'show-chars': { type: 'string', default: '60' } } });
+const showChars = Number(a['show-chars']);
+if (!(Number.isInteger(showChars) && showChars >= 0)) throw new Error(`--show-chars must be a non-negative integer, got ${a['show-chars']}`);
 if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N] [--address]');
 const n = Number(a.docs);
 if (!(Number.isInteger(n) && n > 0)) throw new Error(`--docs must be a positive integer, got ${a.docs}`);
@@ -81,6 +88,7 @@ function callSpans(text: string): { start: number; end: number; tool: string }[]
 const writesAddress = (text: string) => /to=functions\.(modify_pending_order_address|modify_user_address)/.test(text);
 /** Name- and address-token NLL by argument and by place: the first token of the value (found by meaning) or a later one. */
 const byPlace = new Map<string, { nll: number; tokens: number }>();
+const digitByPlace = [{ nll: 0, tokens: 0 }, { nll: 0, tokens: 0 }];
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 const byTool = new Map<string, { ok: number; calls: number }>();
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
@@ -88,7 +96,9 @@ const scored = a.address ? docs.filter((d) => writesAddress(built.tokenizer.deco
 if (scored.length === 0) throw new Error('copy-nll: no document to score');
 for (const d of scored) {
   const x = microBatchInput([d], [{ docs: [0], length: d.tokens.length }], { rows: [0], seqLen: d.tokens.length });
-  const r = built.model.logprobs(x);
+  const r = built.model.logprobs(x, a.show ? { fullLogprobs: true } : {});
+  const full = r.fullLogprobs?.toArray();
+  r.fullLogprobs?.dispose();
   // Character offset of every target token in the decoded document, to find the name spans.
   const starts: number[] = [];
   let text = built.tokenizer.decode([d.tokens[0]]);
@@ -97,6 +107,14 @@ for (const d of scored) {
     text += built.tokenizer.decode([d.tokens[i]]);
   }
   if (text !== built.tokenizer.decode([...d.tokens])) throw new Error('copy-nll: token offsets do not reproduce the document text');
+  /** Prints target `i`: its probability, the three likeliest tokens, and the text before it. */
+  const show = (key: string, i: number) => {
+    if (!full) return;
+    const V = full.length / x.targets.length;
+    const row = Array.from(full.subarray(i * V, (i + 1) * V), (lp, id) => ({ lp, id })).sort((p, q) => q.lp - p.lp).slice(0, 3);
+    const tok = (id: number) => JSON.stringify(built.tokenizer.decode([id]));
+    console.log(`${key} ${tok(x.targets[i])} p=${Math.exp(r.logprobs[i]).toFixed(3)} top: ${row.map((t) => `${tok(t.id)} ${Math.exp(t.lp).toFixed(2)}`).join(', ')} | ...${JSON.stringify(text.slice(Math.max(0, starts[i] - showChars), starts[i]))}`);
+  };
   const spans = nameSpans(text), addrSpans = a.address ? addressSpans(text) : [];
   const calls = callSpans(text).map((c) => ({ ...c, ok: true, scored: 0 }));
   for (let i = 0; i < x.targets.length; i++) {
@@ -111,6 +129,7 @@ for (const d of scored) {
     const place = addr ?? span;
     if (place) {
       const key = `${place.field}:${starts[i] === place.start ? 'first' : 'rest'}`;
+      if (key === a.show) show(key, i);
       const b = byPlace.get(key) ?? { nll: 0, tokens: 0 };
       b.nll -= r.logprobs[i];
       b.tokens++;
@@ -125,8 +144,13 @@ for (const d of scored) {
       names++;
       if (r.logprobs[i] > Math.log(0.5)) nameConfident++;
     } else if (isDigit(x.targets[i])) {
+      if (a.show === 'digits' && full && r.logprobs[i] < Math.log(0.5)) show('digit', i);
       digitNll -= r.logprobs[i];
       digits++;
+      // A digit after a digit continues a number: once its first digits are written, a copy is determined.
+      const rest = i > 0 && isDigit(x.targets[i - 1]);
+      digitByPlace[rest ? 1 : 0].nll -= r.logprobs[i];
+      digitByPlace[rest ? 1 : 0].tokens++;
       if (r.logprobs[i] > Math.log(0.5)) confident++;
     } else {
       otherNll -= r.logprobs[i];
@@ -143,5 +167,5 @@ for (const d of scored) {
 }
 const callTotals = [...byTool.values()].reduce((t, b) => ({ ok: t.ok + b.ok, calls: t.calls + b.calls }), { ok: 0, calls: 0 });
 console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, calls: callTotals.calls, callP50: callTotals.ok / callTotals.calls,
-  callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
+  callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitNllFirst: digitByPlace[0].nll / digitByPlace[0].tokens, digitNllRest: digitByPlace[1].nll / digitByPlace[1].tokens, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
   nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others }));

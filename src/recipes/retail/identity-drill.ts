@@ -25,6 +25,11 @@ export interface IdentityDrillOptions {
   /** Number of drill conversations. */
   documents: number;
   seed?: number;
+  /**
+   * Probability that a drill's customer identifies by name and zip instead of email. Unset: by email when the person
+   * knows it, which is half of them (as before this option, draw for draw).
+   */
+  byName?: number;
 }
 
 type Message = TrajectoryRecord['messages'][number];
@@ -54,12 +59,13 @@ function randomIdentity(rng: SynthRng): SynthIdentity {
 export function identityDrillRecords(experts: readonly TrajectoryRecord[], options: IdentityDrillOptions): TrajectoryRecord[] {
   if (!(Number.isInteger(options.documents) && options.documents >= 1)) throw new RangeError(`identityDrill: documents must be a positive integer, got ${options.documents}`);
   const openings = experts.map(identityOpening).filter((o): o is Message[] => o !== undefined);
+  if (options.byName !== undefined && !(options.byName >= 0 && options.byName <= 1)) throw new RangeError(`identityDrill: byName must be a probability in [0, 1], got ${options.byName}`);
   if (openings.length === 0) throw new Error('identityDrill: no expert trajectory starts with an identity check (find_user_id_by_email / find_user_id_by_name_zip as its first tool call)');
   const rng = new SynthRng(options.seed ?? 0);
   const out: TrajectoryRecord[] = [];
   for (let d = 0; d < options.documents; d++) {
     const identity = randomIdentity(rng);
-    const byEmail = identity.knowsEmail;
+    const byEmail = options.byName === undefined ? identity.knowsEmail : !rng.chance(options.byName);
     const find = byEmail
       ? { name: 'find_user_id_by_email', arguments: { email: identity.email } }
       : { name: 'find_user_id_by_name_zip', arguments: { first_name: identity.firstName, last_name: identity.lastName, zip: identity.zip } };

@@ -60,9 +60,10 @@ export const RetailStreamSchema = z.object({
   /**
    * Slips and recoveries (src/domains/retail/synth/recovery.ts): each read call of the demonstrator slips first with
    * probability `rate` (a wrong id, an item id for a product id, an email one character off); the slip is context,
-   * out of the loss, and the right call after the tool's answer is in it.
+   * out of the loss, and the right call after the tool's answer is in it. `names`: a name lookup may also slip on the
+   * first or last name.
    */
-  recovery: z.object({ rate: z.number().min(0).max(1), maxPerEpisode: int(1).default(2) }).strict().optional(),
+  recovery: z.object({ rate: z.number().min(0).max(1), maxPerEpisode: int(1).default(2), names: z.boolean().default(false) }).strict().optional(),
   /** Copy-drill documents filling `share` of each step's token budget (0 = none). */
   copyDrill: z.object({
     share: z.number().min(0).lt(1),
@@ -72,9 +73,10 @@ export const RetailStreamSchema = z.object({
   /**
    * Identity-check conversations with fresh random people on the openings of the step's expert conversations
    * (src/recipes/retail/identity-drill.ts), filling `share` of each step's token budget: the names, emails and zips a
-   * model must copy into its first tool call.
+   * model must copy into its first tool call. `byName`: the share of them that identify by name and zip (unset: those
+   * who know their email give it, half of them).
    */
-  identityDrill: z.object({ share: z.number().min(0).lt(1) }).strict().optional(),
+  identityDrill: z.object({ share: z.number().min(0).lt(1), byName: z.number().min(0).max(1).optional() }).strict().optional(),
   /**
    * The step's writing expert conversations cut after their first write call, fresh addresses in address writes
    * (src/recipes/retail/write-drill.ts), filling `share` of the budget: the write decision.
@@ -251,7 +253,7 @@ export class RetailStream implements SftSource {
     const out: SftDocument[][] = [[], [], []];
     // Conversation drills over the step's own expert records, rendered without the system prompt (short documents).
     const recordDrills: ((seed: number) => TrajectoryRecord[])[] = [
-      (seed) => identityDrillRecords(records, { documents: 16, seed }),
+      (seed) => identityDrillRecords(records, { documents: 16, seed, ...(this.spec.identityDrill?.byName === undefined ? {} : { byName: this.spec.identityDrill.byName }) }),
       (seed) => writeDrillRecords(records, { documents: 16, seed }),
     ];
     recordDrills.forEach((make, i) => {

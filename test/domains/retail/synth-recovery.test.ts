@@ -67,6 +67,53 @@ describe('slips and recoveries (the recovery knob)', () => {
     assert.throws(() => new RecoveringAgent(new ExpertAgent(), { rate: 0.1, maxPerEpisode: 0 }), /maxPerEpisode must be a positive integer/);
   });
 
+  it('names: a name lookup slips on another first or last name (same initial where there is one), gets "user not found", and the reward stays the expert’s', async () => {
+    const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
+    const expert = new ExpertAgent();
+    const named = new RecoveringAgent(expert, { rate: 1, maxPerEpisode: 2, names: true });
+    const plain = new RecoveringAgent(expert, { rate: 1, maxPerEpisode: 2 });
+    let nameSlips = 0;
+    let plainNameSlips = 0;
+    let sameInitial = 0;
+    for (const [i, task] of tasks.entries()) {
+      const e = await runner.run(expert, task.id, 700 + i);
+      const b = await runner.run(named, task.id, 700 + i);
+      const c = await runner.run(plain, task.id, 700 + i);
+      assert.equal(b.reward, e.reward, task.id);
+      for (const at of b.contextOnly ?? []) {
+        const m = b.messages[at]!;
+        const slip = m.role === 'assistant' ? m.toolCalls![0]! : null;
+        if (slip?.name !== 'find_user_id_by_name_zip') continue;
+        const next = b.messages[at + 2]!;
+        const right = (next.role === 'assistant' ? next.toolCalls![0]!.arguments : {}) as Record<string, string>;
+        const wrong = slip.arguments as Record<string, string>;
+        for (const key of ['first_name', 'last_name'] as const) {
+          if (wrong[key] === right[key]) continue;
+          nameSlips++;
+          if (wrong[key]![0] === right[key]![0]) sameInitial++;
+          assert.equal(wrong.zip, right.zip, 'one field wrong at a time');
+          const answer = b.messages[at + 1]!;
+          assert.equal(answer.role, 'tool');
+          assert.match(answer.content ?? '', /not found/i, 'the wrong name finds nobody');
+        }
+      }
+      for (const at of c.contextOnly ?? []) {
+        const m = c.messages[at]!;
+        const slip = m.role === 'assistant' ? m.toolCalls![0]! : null;
+        const next = c.messages[at + 2]!;
+        if (slip?.name === 'find_user_id_by_name_zip' && next.role === 'assistant') {
+          const right = next.toolCalls![0]!.arguments as Record<string, string>;
+          const wrong = slip.arguments as Record<string, string>;
+          if (wrong.first_name !== right.first_name || wrong.last_name !== right.last_name) plainNameSlips++;
+        }
+      }
+    }
+    await runner.close();
+    assert.ok(nameSlips >= 5, `name slips at rate 1 on 60 episodes: ${nameSlips}`);
+    assert.ok(sameInitial > 0, 'some wrong names share the initial');
+    assert.equal(plainNameSlips, 0, 'without names, names never slip');
+  });
+
   it('SFT renders a slip as context: its tokens are in the document with no loss, the recovery has loss', async () => {
     const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
     let t: Trajectory | undefined;

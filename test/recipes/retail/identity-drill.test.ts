@@ -65,6 +65,19 @@ test('identity drill: fresh people, the expert moves with their details copied, 
   assert.throws(() => identityDrillRecords(experts, { documents: 0 }), /documents must be a positive integer/);
 });
 
+test('identity drill byName: the share of name-and-zip identifications; unset draws as before', () => {
+  const experts = [expert('Cancel #W1234567, please.', 'find_user_id_by_email')];
+  const byName = (rs: TrajectoryRecord[]) => rs.filter((r) => r.messages[4].toolCalls![0].name === 'find_user_id_by_name_zip').length;
+  assert.equal(byName(identityDrillRecords(experts, { documents: 200, seed: 5, byName: 1 })), 200);
+  assert.equal(byName(identityDrillRecords(experts, { documents: 200, seed: 5, byName: 0 })), 0);
+  const most = byName(identityDrillRecords(experts, { documents: 400, seed: 5, byName: 0.8 }));
+  assert.ok(most > 280 && most < 360, `${most} of 400 by name at 0.8`);
+  // A person who knows the email may still give name and zip; one who does not says so first.
+  const all = identityDrillRecords(experts, { documents: 200, seed: 5, byName: 1 });
+  assert.ok(all.some((r) => r.messages[3].content!.startsWith("I don't remember my email.")) && all.some((r) => !r.messages[3].content!.startsWith("I don't remember")));
+  assert.throws(() => identityDrillRecords(experts, { documents: 1, byName: 2 }), /byName must be a probability/);
+});
+
 test('run file: sft.identityDrill is validated', () => {
   const base = { task: 'toy', policy: { type: 'tabular' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
   const sft = (identityDrill: unknown) => ({ ...base, sft: { data: 'x.jsonl', outDir: 'out', identityDrill } });

@@ -16,6 +16,7 @@
 import type { Message } from '../../../tooluse/messages.ts';
 import type { AgentToolCall, AgentTurn } from '../../../tooluse/orchestrator.ts';
 import type { AgentEpisodeContext, AgentNotes, AgentSession, SlipRecord, SynthAgent } from './agent.ts';
+import { FIRST_NAMES, LAST_NAMES } from './catalog-data.ts';
 import { SynthRng } from './rng.ts';
 
 export interface RecoveryOptions {
@@ -23,6 +24,12 @@ export interface RecoveryOptions {
   rate: number;
   /** Most slips in one episode (default 2; τ²'s episodes end at 10 tool errors). */
   maxPerEpisode?: number;
+  /**
+   * Also slip on the name of a `find_user_id_by_name_zip` call: another first or last name of the generator's lists,
+   * one with the same initial where there is one (a small model that copies a name's first letter and guesses the
+   * rest writes "Hana" for "Henry"). Off by default, so streams made before it stay the same.
+   */
+  names?: boolean;
 }
 
 /** The read tools that may slip (writes never do: a slipped write would change the database). */
@@ -43,10 +50,18 @@ function changeOne(rng: SynthRng, s: string, re: RegExp, alphabet: string): stri
 }
 
 const digitOff = (rng: SynthRng, s: string) => changeOne(rng, s, /[0-9]/, '0123456789');
+
+/** Another name of `names`, with the same initial as `name` where the list has one. */
+function otherName(rng: SynthRng, name: string, names: readonly string[]): string | null {
+  const others = names.filter((n) => n !== name);
+  if (others.length === 0) return null;
+  const same = others.filter((n) => n[0] === name[0]);
+  return rng.pick(same.length > 0 ? same : others);
+}
 const letterOff = (rng: SynthRng, s: string) => changeOne(rng, s, /[a-z]/, 'abcdefghijklmnopqrstuvwxyz');
 
 /** Candidate wrong versions of a read call, given the ids seen so far in tool results. */
-function slips(rng: SynthRng, c: AgentToolCall, seen: { orders: Set<string>; tenDigit: Set<string>; itemIds: Set<string> }): { call: AgentToolCall; detail: string }[] {
+function slips(rng: SynthRng, c: AgentToolCall, seen: { orders: Set<string>; tenDigit: Set<string>; itemIds: Set<string> }, names: boolean): { call: AgentToolCall; detail: string }[] {
   const args = (typeof c.arguments === 'object' && c.arguments !== null ? c.arguments : {}) as Record<string, unknown>;
   const out: { call: AgentToolCall; detail: string }[] = [];
   const withArg = (key: string, value: string | null, why: string) => {
@@ -66,6 +81,12 @@ function slips(rng: SynthRng, c: AgentToolCall, seen: { orders: Set<string>; ten
     case 'find_user_id_by_name_zip': {
       const zip = str('zip');
       if (zip !== null) withArg('zip', digitOff(rng, zip), 'one digit off');
+      if (names) {
+        const first = str('first_name');
+        const last = str('last_name');
+        if (first !== null) withArg('first_name', otherName(rng, first, FIRST_NAMES), 'another first name');
+        if (last !== null) withArg('last_name', otherName(rng, last, LAST_NAMES), 'another last name');
+      }
       break;
     }
     case 'get_user_details': {
@@ -102,7 +123,7 @@ class RecoverySession implements AgentSession {
   private readonly records: SlipRecord[] = [];
   private readonly seen = { orders: new Set<string>(), tenDigit: new Set<string>(), itemIds: new Set<string>() };
 
-  constructor(private readonly inner: AgentSession, private readonly rng: SynthRng, private readonly rate: number, private readonly max: number) {}
+  constructor(private readonly inner: AgentSession, private readonly rng: SynthRng, private readonly rate: number, private readonly max: number, private readonly names: boolean) {}
 
   act(observed: readonly Message[]): AgentTurn {
     const turn = this.turn++;
@@ -117,7 +138,7 @@ class RecoverySession implements AgentSession {
     const calls = next.toolCalls ?? [];
     if (this.records.length >= this.max || calls.length !== 1 || !(SLIPPING_TOOLS as readonly string[]).includes(calls[0]!.name)) return next;
     if (!this.rng.chance(this.rate)) return next;
-    const options = slips(this.rng, calls[0]!, this.seen);
+    const options = slips(this.rng, calls[0]!, this.seen, this.names);
     if (options.length === 0) return next;
     const slip = this.rng.pick(options);
     this.records.push({ turn, detail: slip.detail });
@@ -142,16 +163,18 @@ class RecoverySession implements AgentSession {
 export class RecoveringAgent implements SynthAgent {
   readonly name: string;
   private readonly max: number;
+  private readonly names: boolean;
 
   constructor(private readonly inner: SynthAgent, private readonly options: RecoveryOptions) {
-    const { rate, maxPerEpisode = 2 } = options;
+    const { rate, maxPerEpisode = 2, names = false } = options;
     if (typeof rate !== 'number' || !Number.isFinite(rate) || rate < 0 || rate > 1) throw new Error(`recovery rate must be a number in [0, 1], got ${String(rate)}`);
     if (!Number.isInteger(maxPerEpisode) || maxPerEpisode < 1) throw new Error(`recovery maxPerEpisode must be a positive integer, got ${String(maxPerEpisode)}`);
     this.max = maxPerEpisode;
+    this.names = names;
     this.name = inner.name;
   }
 
   start(context: AgentEpisodeContext): AgentSession {
-    return new RecoverySession(this.inner.start(context), new SynthRng(context.seed).fork('recovery slips'), this.options.rate, this.max);
+    return new RecoverySession(this.inner.start(context), new SynthRng(context.seed).fork('recovery slips'), this.options.rate, this.max, this.names);
   }
 }
