@@ -30,6 +30,9 @@ import { CHAT_FORMAT_NAMES, createChatFormat, loadTokenizer } from '../llm/index
 import { presetConfig, type GptOssConfigInput } from '../model/config.ts';
 import { GptOssModel } from '../model/model.ts';
 import { loadModel } from '../model/checkpoint/index.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { listCheckpoints } from '../rl/sft-checkpoint.ts';
 import type { AgentEnv } from '../rollout/agent-loop.ts';
 import type { InferenceEngine } from '../rollout/inference.ts';
 import { createModelEngine, createStepModelEngine } from '../rollout/model-engine.ts';
@@ -303,8 +306,22 @@ async function policyAndEngine(run: RunFile, vocabSize: number): Promise<PolicyA
  * The gpt-oss policy. The frozen reference copy (a second model in memory, and a forward per step) is built only when
  * the GRPO section has a KL term; without one the policy has no reference.
  */
+/**
+ * The folder the policy is loaded from: `policy.checkpoint`, or, when that folder is gone (a `runs/` folder of an
+ * earlier session) and the run's SFT stage continues from a checkpoint anyway (its own newest, or `sft.resumeFrom`),
+ * that checkpoint: its weights replace the start's on resume, so the run is the same.
+ */
+export function policySource(run: RunFile): string | undefined {
+  const p = run.policy.checkpoint;
+  if (p === undefined || existsSync(p) || !run.sft) return p;
+  const own = listCheckpoints(join(run.sft.outDir, 'checkpoints'));
+  if (own.length > 0) return own[own.length - 1]!.dir;
+  if (run.sft.resumeFrom !== undefined && existsSync(join(run.sft.resumeFrom, 'trainer.json'))) return run.sft.resumeFrom;
+  return p;
+}
+
 function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: Policy } {
-  const p = run.policy;
+  const p = { ...run.policy, checkpoint: policySource(run) };
   const build = () => {
     if (p.checkpoint) return loadModel(p.checkpoint, { grads: true });
     if (!p.preset) throw new Error('policy.type gpt-oss needs policy.checkpoint or policy.preset');
