@@ -7,7 +7,8 @@
  * An agent that does not copy sits near ln(10) = 2.30 nats per digit with single-digit tokens (more with digit
  * groups); one that copies goes towards 0. `p>0.5` is the share of digit tokens the model gives more than half its
  * probability. `digitNllFirst` / `digitNllRest`: the first digit of a number and the digits after it (copied once the
- * number is found).
+ * number is found). `digitNllByPlace`: every digit the agent writes by its place in its number;
+ * `orderIdDigitNll`: the digits of the order ids, by place (1st … 7th).
  *
  * `callP50` is the share of the assistant's tool calls (function name and JSON arguments) whose every token gets more than
  * half the model's probability under teacher forcing, so greedy decoding would write the call exactly; `callP50ByTool`
@@ -89,6 +90,10 @@ const writesAddress = (text: string) => /to=functions\.(modify_pending_order_add
 /** Name- and address-token NLL by argument and by place: the first token of the value (found by meaning) or a later one. */
 const byPlace = new Map<string, { nll: number; tokens: number }>();
 const digitByPlace = [{ nll: 0, tokens: 0 }, { nll: 0, tokens: 0 }];
+/** NLL of the digits of the order ids the agent writes (`#W` and seven digits), by place in the id. */
+const orderIdDigits = Array.from({ length: 7 }, () => ({ nll: 0, tokens: 0 }));
+/** NLL of the digits the agent writes by place in their number (1st … 12th). */
+const digitRun = Array.from({ length: 12 }, () => ({ nll: 0, tokens: 0 }));
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 const byTool = new Map<string, { ok: number; calls: number }>();
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
@@ -149,6 +154,17 @@ for (const d of scored) {
       digits++;
       // A digit after a digit continues a number: once its first digits are written, a copy is determined.
       const rest = i > 0 && isDigit(x.targets[i - 1]);
+      const run = /(\d*)$/.exec(text.slice(Math.max(0, starts[i] - 12), starts[i]))![1].length;
+      if (run < digitRun.length) {
+        digitRun[run].nll -= r.logprobs[i];
+        digitRun[run].tokens++;
+      }
+      const inOrderId = /#W(\d{0,6})$/.exec(text.slice(Math.max(0, starts[i] - 8), starts[i]));
+      if (inOrderId) {
+        const k = inOrderId[1].length;
+        orderIdDigits[k].nll -= r.logprobs[i];
+        orderIdDigits[k].tokens++;
+      }
       digitByPlace[rest ? 1 : 0].nll -= r.logprobs[i];
       digitByPlace[rest ? 1 : 0].tokens++;
       if (r.logprobs[i] > Math.log(0.5)) confident++;
@@ -167,5 +183,7 @@ for (const d of scored) {
 }
 const callTotals = [...byTool.values()].reduce((t, b) => ({ ok: t.ok + b.ok, calls: t.calls + b.calls }), { ok: 0, calls: 0 });
 console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, calls: callTotals.calls, callP50: callTotals.ok / callTotals.calls,
-  callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitNllFirst: digitByPlace[0].nll / digitByPlace[0].tokens, digitNllRest: digitByPlace[1].nll / digitByPlace[1].tokens, digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
+  callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitNllFirst: digitByPlace[0].nll / digitByPlace[0].tokens, digitNllRest: digitByPlace[1].nll / digitByPlace[1].tokens,
+  digitNllByPlace: digitRun.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitTokensByPlace: digitRun.map((b) => b.tokens),
+  orderIdDigitNll: orderIdDigits.map((b) => Number((b.nll / b.tokens).toFixed(3))), digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
   nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others }));
