@@ -34,7 +34,7 @@ import { loadRun } from '../src/recipes/load-run.ts';
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false }, show: { type: 'string' }, 'show-chars': { type: 'string', default: '60' } } });
 const showChars = Number(a['show-chars']);
 if (!(Number.isInteger(showChars) && showChars >= 0)) throw new Error(`--show-chars must be a non-negative integer, got ${a['show-chars']}`);
-if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N] [--address]');
+if (!a.config || !a.checkpoint) throw new Error('usage: --config RUN.yaml --checkpoint DIR [--docs N] [--address] [--show FIELD:PLACE|digits] [--show-chars N]');
 const n = Number(a.docs);
 if (!(Number.isInteger(n) && n > 0)) throw new Error(`--docs must be a positive integer, got ${a.docs}`);
 const { run, built } = await loadRun(a.config, {
@@ -89,10 +89,9 @@ function callSpans(text: string): { start: number; end: number; tool: string }[]
 const writesAddress = (text: string) => /to=functions\.(modify_pending_order_address|modify_user_address)/.test(text);
 /** Name- and address-token NLL by argument and by place: the first token of the value (found by meaning) or a later one. */
 const byPlace = new Map<string, { nll: number; tokens: number }>();
-const digitByPlace = [{ nll: 0, tokens: 0 }, { nll: 0, tokens: 0 }];
 /** NLL of the digits of the order ids the agent writes (`#W` and seven digits), by place in the id. */
 const orderIdDigits = Array.from({ length: 7 }, () => ({ nll: 0, tokens: 0 }));
-/** NLL of the digits the agent writes by place in their number (1st … 12th). */
+/** NLL of the digits the agent writes by place in their number (1st … 11th, then 12th and later). */
 const digitRun = Array.from({ length: 12 }, () => ({ nll: 0, tokens: 0 }));
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 const byTool = new Map<string, { ok: number; calls: number }>();
@@ -152,21 +151,16 @@ for (const d of scored) {
       if (a.show === 'digits' && full && r.logprobs[i] < Math.log(0.5)) show('digit', i);
       digitNll -= r.logprobs[i];
       digits++;
-      // A digit after a digit continues a number: once its first digits are written, a copy is determined.
-      const rest = i > 0 && isDigit(x.targets[i - 1]);
-      const run = /(\d*)$/.exec(text.slice(Math.max(0, starts[i] - 12), starts[i]))![1].length;
-      if (run < digitRun.length) {
-        digitRun[run].nll -= r.logprobs[i];
-        digitRun[run].tokens++;
-      }
+      // Its place in its number: a digit after a digit continues a number, a copy once the first digits are written.
+      const run = Math.min(/(\d*)$/.exec(text.slice(Math.max(0, starts[i] - 12), starts[i]))![1].length, digitRun.length - 1);
+      digitRun[run].nll -= r.logprobs[i];
+      digitRun[run].tokens++;
       const inOrderId = /#W(\d{0,6})$/.exec(text.slice(Math.max(0, starts[i] - 8), starts[i]));
       if (inOrderId) {
         const k = inOrderId[1].length;
         orderIdDigits[k].nll -= r.logprobs[i];
         orderIdDigits[k].tokens++;
       }
-      digitByPlace[rest ? 1 : 0].nll -= r.logprobs[i];
-      digitByPlace[rest ? 1 : 0].tokens++;
       if (r.logprobs[i] > Math.log(0.5)) confident++;
     } else {
       otherNll -= r.logprobs[i];
@@ -183,7 +177,7 @@ for (const d of scored) {
 }
 const callTotals = [...byTool.values()].reduce((t, b) => ({ ok: t.ok + b.ok, calls: t.calls + b.calls }), { ok: 0, calls: 0 });
 console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, calls: callTotals.calls, callP50: callTotals.ok / callTotals.calls,
-  callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitNllFirst: digitByPlace[0].nll / digitByPlace[0].tokens, digitNllRest: digitByPlace[1].nll / digitByPlace[1].tokens,
+  callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitNllFirst: digitRun[0].nll / digitRun[0].tokens, digitNllRest: digitRun.slice(1).reduce((t, b) => t + b.nll, 0) / digitRun.slice(1).reduce((t, b) => t + b.tokens, 0),
   digitNllByPlace: digitRun.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitTokensByPlace: digitRun.map((b) => b.tokens),
-  orderIdDigitNll: orderIdDigits.map((b) => Number((b.nll / b.tokens).toFixed(3))), digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
+  orderIdDigitNll: orderIdDigits.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
   nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others }));

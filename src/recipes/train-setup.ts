@@ -303,13 +303,10 @@ async function policyAndEngine(run: RunFile, vocabSize: number): Promise<PolicyA
 }
 
 /**
- * The gpt-oss policy. The frozen reference copy (a second model in memory, and a forward per step) is built only when
- * the GRPO section has a KL term; without one the policy has no reference.
- */
-/**
  * The folder the policy is loaded from: `policy.checkpoint`, or, when that folder is gone (a `runs/` folder of an
  * earlier session) and the run's SFT stage continues from a checkpoint anyway (its own newest, or `sft.resumeFrom`),
- * that checkpoint: its weights replace the start's on resume, so the run is the same.
+ * that checkpoint: its weights replace the start's on resume, so the run is the same. (A KL reference is then built from
+ * that checkpoint too, since the start's weights are gone.)
  */
 export function policySource(run: RunFile): string | undefined {
   const p = run.policy.checkpoint;
@@ -320,6 +317,10 @@ export function policySource(run: RunFile): string | undefined {
   return p;
 }
 
+/**
+ * The gpt-oss policy. The frozen reference copy (a second model in memory, and a forward per step) is built only when
+ * the GRPO section has a KL term; without one the policy has no reference.
+ */
 function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: Policy } {
   const p = { ...run.policy, checkpoint: policySource(run) };
   const build = () => {

@@ -253,7 +253,7 @@ export class RetailStream implements SftSource {
     const out: SftDocument[][] = [[], [], []];
     // Conversation drills over the step's own expert records, rendered without the system prompt (short documents).
     const recordDrills: ((seed: number) => TrajectoryRecord[])[] = [
-      (seed) => identityDrillRecords(records, { documents: 16, seed, ...(this.spec.identityDrill?.byName === undefined ? {} : { byName: this.spec.identityDrill.byName }) }),
+      (seed) => identityDrillRecords(records, { documents: 16, seed, byName: this.spec.identityDrill?.byName }),
       (seed) => writeDrillRecords(records, { documents: 16, seed }),
     ];
     recordDrills.forEach((make, i) => {

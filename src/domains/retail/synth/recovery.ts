@@ -50,6 +50,7 @@ function changeOne(rng: SynthRng, s: string, re: RegExp, alphabet: string): stri
 }
 
 const digitOff = (rng: SynthRng, s: string) => changeOne(rng, s, /[0-9]/, '0123456789');
+const letterOff = (rng: SynthRng, s: string) => changeOne(rng, s, /[a-z]/, 'abcdefghijklmnopqrstuvwxyz');
 
 /** Another name of `names`, with the same initial as `name` where the list has one. */
 function otherName(rng: SynthRng, name: string, names: readonly string[]): string | null {
@@ -58,7 +59,6 @@ function otherName(rng: SynthRng, name: string, names: readonly string[]): strin
   const same = others.filter((n) => n[0] === name[0]);
   return rng.pick(same.length > 0 ? same : others);
 }
-const letterOff = (rng: SynthRng, s: string) => changeOne(rng, s, /[a-z]/, 'abcdefghijklmnopqrstuvwxyz');
 
 /** Candidate wrong versions of a read call, given the ids seen so far in tool results. */
 function slips(rng: SynthRng, c: AgentToolCall, seen: { orders: Set<string>; tenDigit: Set<string>; itemIds: Set<string> }, names: boolean): { call: AgentToolCall; detail: string }[] {
