@@ -8,7 +8,9 @@
  * groups); one that copies goes towards 0. `p>0.5` is the share of digit tokens the model gives more than half its
  * probability. `digitNllFirst` / `digitNllRest`: the first digit of a number and the digits after it (copied once the
  * number is found). `digitNllByPlace`: every digit the agent writes by its place in its number;
- * `orderIdDigitNll`: the digits of the order ids, by place (1st … 7th).
+ * `orderIdDigitNll`: the digits of the order ids, by place (1st … 7th). Per-token figures depend on the tokenizer (a
+ * group of three digits is one token); `numberNll` / `orderIdNll` (summed NLL per number and per order id) and
+ * `numberSure` / `orderIdSure` (the share written with every token at p > 0.5) do not.
  *
  * `callP50` is the share of the assistant's tool calls (function name and JSON arguments) whose every token gets more than
  * half the model's probability under teacher forcing, so greedy decoding would write the call exactly; `callP50ByTool`
@@ -93,6 +95,11 @@ const byPlace = new Map<string, { nll: number; tokens: number }>();
 const orderIdDigits = Array.from({ length: 7 }, () => ({ nll: 0, tokens: 0 }));
 /** NLL of the digits the agent writes by place in their number (1st … 11th, then 12th and later). */
 const digitRun = Array.from({ length: 12 }, () => ({ nll: 0, tokens: 0 }));
+/**
+ * Every number the agent writes, whole: its summed NLL and whether each of its tokens got p > 0.5. Per number rather
+ * than per token, so that tokenizers with one digit per token and with digit groups compare.
+ */
+const numbers: { nll: number; sure: boolean; orderId: boolean }[] = [];
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 const byTool = new Map<string, { ok: number; calls: number }>();
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
@@ -155,6 +162,9 @@ for (const d of scored) {
       const run = Math.min(/(\d*)$/.exec(text.slice(Math.max(0, starts[i] - 12), starts[i]))![1].length, digitRun.length - 1);
       digitRun[run].nll -= r.logprobs[i];
       digitRun[run].tokens++;
+      if (run === 0 || numbers.length === 0) numbers.push({ nll: 0, sure: true, orderId: /#W$/.test(text.slice(Math.max(0, starts[i] - 2), starts[i])) });
+      numbers[numbers.length - 1].nll -= r.logprobs[i];
+      if (!(r.logprobs[i] > Math.log(0.5))) numbers[numbers.length - 1].sure = false;
       const inOrderId = /#W(\d{0,6})$/.exec(text.slice(Math.max(0, starts[i] - 8), starts[i]));
       if (inOrderId) {
         const k = inOrderId[1].length;
@@ -179,5 +189,15 @@ const callTotals = [...byTool.values()].reduce((t, b) => ({ ok: t.ok + b.ok, cal
 console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, calls: callTotals.calls, callP50: callTotals.ok / callTotals.calls,
   callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitNllFirst: digitRun[0].nll / digitRun[0].tokens, digitNllRest: digitRun.slice(1).reduce((t, b) => t + b.nll, 0) / digitRun.slice(1).reduce((t, b) => t + b.tokens, 0),
   digitNllByPlace: digitRun.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitTokensByPlace: digitRun.map((b) => b.tokens),
-  orderIdDigitNll: orderIdDigits.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
+  ...numberSummary(), orderIdDigitNll: orderIdDigits.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
   nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others }));
+
+/** `numberNll`, `orderIdNll`: mean summed NLL per number and per order id; `numberSure`, `orderIdSure`: the share with every token at p > 0.5. */
+function numberSummary() {
+  const orders = numbers.filter((n) => n.orderId);
+  const mean = (xs: typeof numbers, f: (n: (typeof numbers)[number]) => number) => (xs.length === 0 ? null : Number((xs.reduce((t, n) => t + f(n), 0) / xs.length).toFixed(3)));
+  return {
+    numbers: numbers.length, numberNll: mean(numbers, (n) => n.nll), numberSure: mean(numbers, (n) => Number(n.sure)),
+    orderIds: orders.length, orderIdNll: mean(orders, (n) => n.nll), orderIdSure: mean(orders, (n) => Number(n.sure)),
+  };
+}

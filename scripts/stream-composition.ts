@@ -30,7 +30,8 @@ for (const step of steps) {
     seen += doc.tokens.length;
     if (before < conv) return 'conversation';
     const text = built.tokenizer.decode([...doc.tokens]);
-    return !text.startsWith('<|start|>') ? 'copy' : WRITE.test(text) ? 'write' : 'identity';
+    if (!text.startsWith('<|start|>')) return 'copy';
+    return WRITE.test(text) ? 'write' : /to=functions\.get_order_details/.test(text) ? 'lookup' : 'identity';
   });
   const kept = new Set(d.rows.flatMap((r) => r.docs));
   const table: Record<string, { generated: number; kept: number; docs: string }> = {};
@@ -45,5 +46,6 @@ for (const step of steps) {
   });
   for (const [k, t] of Object.entries(table)) t.docs = `${counts[k][0]}/${counts[k][1]} kept`;
   console.log(`step ${step}: ${keptTotal} of ${seqLen * rowsPerStep} row tokens filled`);
+  if (stream.lastStats!.drillKept) console.log(`  drill tokens kept, as the stream counts them: ${JSON.stringify(stream.lastStats!.drillKept)}`);
   for (const [k, t] of Object.entries(table)) console.log(`  ${k.padEnd(12)} generated ${String(t.generated).padStart(6)}  kept ${String(t.kept).padStart(6)} (${(100 * t.kept / keptTotal).toFixed(1)} % of kept)  ${t.docs}`);
 }

@@ -26,6 +26,13 @@ export interface BpeTrainOptions {
    * per word. Only which merges are learnt changes, not how they are applied.
    */
   separateSpaceBeforeLetters?: boolean;
+  /**
+   * Never merge any ASCII byte that is not a letter (a space, quote, underscore, dot, digit, …) with the letter after
+   * it (default false): the same for every word as `separateSpaceBeforeLetters` is for words after a space. Meant for
+   * patterns whose pre-tokens carry one leading symbol into a word (llama.cpp's `llama-bpe` split keeps `"order`,
+   * `_jackson` and ` Moreau` whole), so that a word encodes alike after a space, a quote or an underscore.
+   */
+  separateSymbolsBeforeLetters?: boolean;
 }
 
 /** A space byte followed by a letter byte (ASCII, or the lead/continuation bytes of a non-ASCII character). */
@@ -33,6 +40,14 @@ function spaceThenLetter(left: readonly number[], right: readonly number[]): boo
   const last = left[left.length - 1];
   const first = right[0];
   return last === 0x20 && ((first >= 0x41 && first <= 0x5a) || (first >= 0x61 && first <= 0x7a) || first >= 0x80);
+}
+
+const isLetterByte = (b: number): boolean => (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b >= 0x80;
+
+/** An ASCII non-letter byte followed by a letter byte. */
+function symbolThenLetter(left: readonly number[], right: readonly number[]): boolean {
+  const last = left[left.length - 1];
+  return last < 0x80 && !isLetterByte(last) && isLetterByte(right[0]);
 }
 
 /** Pair (a, b) → one number. Ids stay below 2^21, so the key is exact in a double. */
@@ -115,7 +130,9 @@ export function trainBpeModel(corpus: string | Iterable<string>, options: BpeTra
   const merges: [number, number][] = [];
   // The bytes of every id so far, for the merge filter.
   const tokenBytes: number[][] = Array.from({ length: 256 }, (_, i) => [i]);
-  const forbidden = (a: number, b: number): boolean => options.separateSpaceBeforeLetters === true && spaceThenLetter(tokenBytes[a], tokenBytes[b]);
+  const forbidden = (a: number, b: number): boolean =>
+    (options.separateSpaceBeforeLetters === true && spaceThenLetter(tokenBytes[a], tokenBytes[b]))
+    || (options.separateSymbolsBeforeLetters === true && symbolThenLetter(tokenBytes[a], tokenBytes[b]));
   while (merges.length < maxMerges) {
     const top = heap.pop();
     if (!top) break;

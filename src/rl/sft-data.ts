@@ -324,6 +324,8 @@ export interface SftTokenizerOptions extends ConversationDefaults {
   pattern?: string;
   /** Keep a space apart from the letter after it (`BpeTrainOptions.separateSpaceBeforeLetters`). */
   separateSpaceBeforeLetters?: boolean;
+  /** Keep any ASCII symbol apart from the letter after it (`BpeTrainOptions.separateSymbolsBeforeLetters`). */
+  separateSymbolsBeforeLetters?: boolean;
 }
 
 /** Trains the tiny byte-level BPE on the trajectories (deterministic for the same records and options). */
@@ -334,5 +336,6 @@ export function trainSftTokenizer(records: readonly TrajectoryRecord[], options:
     vocabSize: options.vocabSize, ...(options.minPairCount !== undefined ? { minPairCount: options.minPairCount } : {}),
     ...(options.pattern !== undefined ? { pattern: options.pattern } : {}),
     ...(options.separateSpaceBeforeLetters ? { separateSpaceBeforeLetters: true } : {}),
+    ...(options.separateSymbolsBeforeLetters ? { separateSymbolsBeforeLetters: true } : {}),
   });
 }

@@ -10,6 +10,13 @@ import { compilePretokenizer, DEFAULT_PRETOKENIZE_PATTERN, pretokenize, SINGLE_D
 import { DEFAULT_BPE_SPECIALS, HARMONY } from '../../src/llm/special-tokens.ts';
 import { StreamingDecoder, utf8 } from '../../src/llm/tokenizer.ts';
 import { makeCorpus, rng, tinyBpe } from './fixtures.ts';
+import { LLAMA_CPP_PRETOKENIZER_PATTERNS } from '../../src/model/checkpoint/gguf-tokenizer.ts';
+
+/** An ASCII byte that is not a letter, right before a letter (ASCII or not). */
+const hasSymbolThenLetter = (text: string): boolean => {
+  const isLetter = (c: string) => /[A-Za-z]/.test(c) || c.codePointAt(0)! >= 0x80;
+  return [...text].some((c, i, cs) => i > 0 && isLetter(c) && !isLetter(cs[i - 1]));
+};
 
 const dir = mkdtempSync(join(tmpdir(), 'longrun-bpe-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -123,6 +130,27 @@ describe('BPE training', () => {
     assert.notDeepEqual(merged.encode(' order'), [...merged.encode(' '), ...merged.encode('order')]);
     // Words still merge among their letters.
     assert.equal(separate.encode('order').length, 1);
+  });
+
+  test("separateSymbolsBeforeLetters under llama.cpp's llama-bpe split: a word encodes alike after a space, a quote or an underscore; digits in threes", () => {
+    const corpus = makeCorpus(6, 2000) + '\nMy name is Elena Moreau. {"last_name":"Moreau","user_id":"elena_moreau_1234"} order #W7844496 item 4392285068 "order"';
+    const pattern = LLAMA_CPP_PRETOKENIZER_PATTERNS['llama-bpe'];
+    const merged = BpeTokenizer.train(corpus, { vocabSize: 700, pattern });
+    const separate = BpeTokenizer.train(corpus, { vocabSize: 700, pattern, separateSymbolsBeforeLetters: true });
+    const symbolLetter = (tok: BpeTokenizer) => Array.from({ length: tok.vocabSize }, (_, id) => id)
+      .filter((id) => !tok.isSpecial(id) && hasSymbolThenLetter(tok.decode([id])));
+    // The split keeps `"order` and ` order` whole, so without the option BPE learns symbol+letter tokens.
+    assert.ok(symbolLetter(merged).length > 10, `merged has ${symbolLetter(merged).length} symbol+letter tokens`);
+    assert.deepEqual(symbolLetter(separate).map((id) => separate.decode([id])), []);
+    for (const word of ['Moreau', 'order']) {
+      for (const symbol of [' ', '"', '_', '.']) assert.deepEqual(separate.encode(`${symbol}${word}`), [...separate.encode(symbol), ...separate.encode(word)], `${symbol}${word}`);
+    }
+    // Digits come in groups of up to three from the left; BPE is free to merge inside a group.
+    const groups = (tok: BpeTokenizer, text: string) => tok.encode(text).map((id) => tok.decode([id]));
+    assert.ok(groups(separate, '4392285068').every((g) => /^\d{1,3}$/.test(g)));
+    assert.equal(groups(separate, '4392285068').join(''), '4392285068');
+    assert.ok(groups(separate, '12345').length >= 2);
+    assert.equal(separate.decode(separate.encode('{"order_id":"#W7844496"}')), '{"order_id":"#W7844496"}');
   });
 
   test('learns useful merges: frequent words become single tokens', () => {

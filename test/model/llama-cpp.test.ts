@@ -93,9 +93,10 @@ async function llamaLogprobs(model: LlamaModel, tokens: readonly number[], V: nu
 interface Exported { dir: string; gguf: string; tokenizer: BpeTokenizer; config: GptOssConfig }
 
 /** Tokenizer with a pattern llama.cpp reproduces, a checkpoint of useful weights, and the CLI's GGUF export of it. */
-function exportModel(label: string, preset: string, options: { pattern?: string; separateSpaces?: boolean; ggufPre?: string; scale?: number; overrides?: Partial<GptOssConfig>; allowYarnTruncate?: boolean } = {}): Exported {
+function exportModel(label: string, preset: string, options: { pattern?: string; separateSpaces?: boolean; separateSymbols?: boolean; ggufPre?: string; scale?: number; overrides?: Partial<GptOssConfig>; allowYarnTruncate?: boolean } = {}): Exported {
   const tokenizer = BpeTokenizer.train(corpus(1, 3000), {
     vocabSize: 640, pattern: options.pattern ?? LLAMA_CPP_PRETOKENIZER_PATTERNS['gpt-2'], ...(options.separateSpaces ? { separateSpaceBeforeLetters: true } : {}),
+    ...(options.separateSymbols ? { separateSymbolsBeforeLetters: true } : {}),
   });
   const config = presetConfig(preset, { vocab_size: tokenizer.vocabSize, ...options.overrides });
   const dir = join(tmp.dir, label);
@@ -196,6 +197,13 @@ describe('llama.cpp (node-llama-cpp 3.21.1) runs our GGUF export as the same mod
   it("pre-tokenizer 'starcoder' with spaces kept apart from letters (tokenizer.spaces: separate): llama.cpp gives exactly our ids", async () => {
     const m = exportModel('tok-starcoder-spaces', 'tiny-1m', { pattern: LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder, separateSpaces: true });
     assert.deepEqual(m.tokenizer.encode(' the'), [...m.tokenizer.encode(' '), ...m.tokenizer.encode('the')], 'the option is in effect');
+    const bad = await mismatches(m);
+    assert.deepEqual(bad.slice(0, 5).map((s) => JSON.stringify(s)), [], `${bad.length} of ${samples.length} samples tokenize differently`);
+  });
+
+  it("pre-tokenizer 'llama-bpe' with symbols kept apart from letters (tokenizer.digits: groups-llama): llama.cpp gives exactly our ids", async () => {
+    const m = exportModel('tok-llama-bpe-symbols', 'tiny-1m', { pattern: LLAMA_CPP_PRETOKENIZER_PATTERNS['llama-bpe'], separateSymbols: true });
+    assert.deepEqual(m.tokenizer.encode('"the'), [...m.tokenizer.encode('"'), ...m.tokenizer.encode('the')], 'the option is in effect');
     const bad = await mismatches(m);
     assert.deepEqual(bad.slice(0, 5).map((s) => JSON.stringify(s)), [], `${bad.length} of ${samples.length} samples tokenize differently`);
   });

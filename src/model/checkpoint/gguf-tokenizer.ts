@@ -37,10 +37,15 @@ const WS = String.raw`\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\
  *   space, whitespace runs that leave their last space to the next word), as llama.cpp's hand-written matcher does it.
  * - `starcoder`: llama.cpp first isolates every digit, then splits the rest with GPT-2's rule; one regex does the same
  *   when a whitespace run before a digit is kept whole.
+ * - `llama-bpe`: Llama 3's split (llama.cpp's pre-tokenizer type LLAMA3): contractions in either case, a letter run with
+ *   at most one leading symbol or space, digits in groups of up to three from the left, symbol runs with an optional
+ *   leading space and the line breaks after them, line-break runs, whitespace runs that leave their last character to
+ *   the next word.
  */
 export const LLAMA_CPP_PRETOKENIZER_PATTERNS: Readonly<Record<string, string>> = {
   'gpt-2': String.raw`'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^${WS}\p{L}\p{N}]+|[${WS}]+(?![^${WS}])|[${WS}]+`,
   starcoder: String.raw`'(?:[sdmt]|ll|ve|re)| ?\p{L}+|\p{N}| ?[^${WS}\p{L}\p{N}]+|[${WS}]+(?![^${WS}\p{N}])|[${WS}]+`,
+  'llama-bpe': String.raw`'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^${WS}\p{L}\p{N}]+[\r\n]*|[${WS}]*[\r\n]+|[${WS}]+(?![^${WS}])|[${WS}]+`,
 };
 
 /** Our own patterns, their nearest llama.cpp splitter and what it does differently. */

@@ -75,13 +75,17 @@ export const PrepareSchema = z.object({
     /**
      * `groups` (default): runs of up to three digits, GPT-style; `single`: one token per digit; `single-llama`: one
      * token per digit with llama.cpp's `starcoder` splitting, so a GGUF export tokenizes exactly as longrun does
-     * (`single` differs from it only on uppercase contractions, combining marks and whitespace runs before a digit).
+     * (`single` differs from it only on uppercase contractions, combining marks and whitespace runs before a digit);
+     * `groups-llama`: digits in groups of up to three from the left with llama.cpp's `llama-bpe` (Llama 3) splitting, so
+     * a 7-digit order id is three tokens and a 10-digit item id four, and GGUF exports tokenize exactly as longrun does.
      */
-    digits: z.enum(['groups', 'single', 'single-llama']).optional(),
+    digits: z.enum(['groups', 'single', 'single-llama', 'groups-llama']).optional(),
     /**
      * `merge` (default): BPE may merge a space with the word after it, as GPT-style tokenizers do; `separate`: a space
      * stays its own token before a letter, so a name encodes alike in the user's sentence and in a tool call's JSON
-     * argument (" Moreau" is " " + the tokens of "Moreau"), one more token per word; GGUF exports stay exact.
+     * argument (" Moreau" is " " + the tokens of "Moreau"), one more token per word; GGUF exports stay exact. With
+     * `digits: groups-llama`, whose split keeps one leading symbol with a word (`"order`, `_jackson`), every ASCII
+     * symbol stays its own token before a letter.
      */
     spaces: z.enum(['merge', 'separate']).optional(),
   }).strict(),
@@ -215,7 +219,8 @@ export async function prepareRetailData(raw: unknown, options: { tools?: ToolSch
     vocabSize: spec.tokenizer.vocabSize, format: spec.tokenizer.format, ...conversationDefaults(train, spec.tools),
     ...(spec.tokenizer.digits === 'single' ? { pattern: SINGLE_DIGIT_PRETOKENIZE_PATTERN } : {}),
     ...(spec.tokenizer.digits === 'single-llama' ? { pattern: LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder } : {}),
-    ...(spec.tokenizer.spaces === 'separate' ? { separateSpaceBeforeLetters: true } : {}),
+    ...(spec.tokenizer.digits === 'groups-llama' ? { pattern: LLAMA_CPP_PRETOKENIZER_PATTERNS['llama-bpe'] } : {}),
+    ...(spec.tokenizer.spaces === 'separate' ? (spec.tokenizer.digits === 'groups-llama' ? { separateSymbolsBeforeLetters: true } : { separateSpaceBeforeLetters: true }) : {}),
   });
   tokenizer.save(paths.tokenizer);
   log.push(`prepare: BPE tokenizer with ${tokenizer.vocabSize} tokens → ${paths.tokenizer}`);

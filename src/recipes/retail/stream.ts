@@ -6,8 +6,8 @@
  *                        tasks      = generateTaskSet(w, …)   `tasksPerWorld` verified tasks on it
  *                        episodes   = the expert against the scripted user on each task
  *                        documents  = the episodes rendered as the agent sees them (system prompt, tools)
- *   until the conversations fill (1 − drill shares) of the step's token budget (rowsPerStep × seqLen); then identity-
- *   and write-drill conversations made from the step's own episodes, and copy-drill documents
+ *   until the conversations fill (1 − drill shares) of the step's token budget (rowsPerStep × seqLen); then identity-,
+ *   write- and lookup-drill conversations made from the step's own episodes, and copy-drill documents
  *   (src/recipes/retail/copy-drill.ts), each up to its share; the documents are packed first-fit-decreasing and the
  *   `rowsPerStep` fullest rows are the step (documents of rows left over are not trained on).
  * A step can therefore be rebuilt from its index alone: resuming a stream needs only the step count, and a resumed
@@ -35,6 +35,8 @@ import { packDocuments, type PackedRow, type SftDocument } from '../../rl/packin
 import type { SftSource, SftStepData } from '../../rl/sft.ts';
 import { buildSftDocuments, TrajectoryRecordSchema, type TrajectoryRecord } from '../../rl/sft-data.ts';
 import { writeDrillRecords } from './write-drill.ts';
+import { freshOrderLookupRecord, lookupDrillRecord } from './lookup-drill.ts';
+import { SynthRng } from '../../domains/retail/synth/rng.ts';
 import { copyDrillDocuments } from './copy-drill.ts';
 import { identityDrillRecords } from './identity-drill.ts';
 import { policyText } from './prepare.ts';
@@ -82,6 +84,22 @@ export const RetailStreamSchema = z.object({
    * (src/recipes/retail/write-drill.ts), filling `share` of the budget: the write decision.
    */
   writeDrill: z.object({ share: z.number().min(0).lt(1) }).strict().optional(),
+  /**
+   * The step's expert conversations up to their `get_user_details` result, then lookups of the user's orders
+   * (src/recipes/retail/lookup-drill.ts), filling `share` of the budget: ids copied out of tool results. Per
+   * conversation, `fresh` short drills (the order ids replaced by fresh ones, one lookup) and one long drill (the real
+   * orders in a random order, some of their products, the tools' real outputs). Unset leaves earlier streams unchanged
+   * draw for draw.
+   */
+  lookupDrill: z.object({
+    share: z.number().min(0).lt(1),
+    /** Short drills per conversation: fresh order ids in the user details, one `get_order_details` call on one of them. */
+    fresh: int(0).default(4),
+    /** Orders looked up at most in the long drill of each conversation (0: no long drill). */
+    maxOrders: int(0).default(5),
+    /** Probability that an order lookup of the long drill is followed by a product lookup. */
+    products: z.number().min(0).max(1).default(0.5),
+  }).strict().optional(),
   /** World seeds the stream must never generate (the run's validation and test worlds). */
   excludeWorldSeeds: z.array(int(0)).default([]),
   /**
@@ -144,7 +162,7 @@ export interface RetailStreamStepStats {
   /** Conversation drills this step could not build from its conversations (their share went to the conversations). */
   drillsSkipped: number;
   /** `packing: fill`: the drill tokens placed in the rows, by drill. */
-  drillKept?: { identity: number; write: number; copy: number };
+  drillKept?: { identity: number; write: number; copy: number; lookup?: number };
 }
 
 /** The `n` fullest packed rows, in packing order (first-fit decreasing leaves the short remainders in the last rows). */
@@ -175,7 +193,7 @@ export class RetailStream implements SftSource {
   }
 
   /** The expert episodes of world k of step s, as trajectory records. */
-  async worldRecords(step: number, k: number): Promise<{ records: TrajectoryRecord[]; success: number; mistakes: Record<string, number> } | null> {
+  async worldRecords(step: number, k: number): Promise<{ records: TrajectoryRecord[]; lookups: TrajectoryRecord[]; success: number; mistakes: Record<string, number> } | null> {
     const s = this.spec;
     const worldSeed = streamWorldSeed(s.seed, step, k);
     if (this.excluded.has(worldSeed)) return null;
@@ -200,15 +218,29 @@ export class RetailStream implements SftSource {
     } finally {
       await runner.close();
     }
-    return { records, success, mistakes };
+    const lookups: TrajectoryRecord[] = [];
+    if (s.lookupDrill && s.lookupDrill.share > 0) {
+      const rng = new SynthRng(hash32(s.seed, 0xd4, step, k));
+      const { fresh, maxOrders, products } = s.lookupDrill;
+      for (const r of records) {
+        for (let i = 0; i < fresh; i++) {
+          const d = freshOrderLookupRecord(r, rng);
+          if (d) lookups.push(d);
+        }
+        const d = maxOrders > 0 ? lookupDrillRecord(r, domain, rng, { maxOrders, products }) : undefined;
+        if (d) lookups.push(d);
+      }
+    }
+    return { records, lookups, success, mistakes };
   }
 
   async stepData(step: number): Promise<SftStepData> {
     const { seqLen, rowsPerStep, format } = this.ctx;
     const budget = seqLen * rowsPerStep;
-    const drillShare = (this.spec.copyDrill?.share ?? 0) + (this.spec.identityDrill?.share ?? 0) + (this.spec.writeDrill?.share ?? 0);
+    const drillShare = (this.spec.copyDrill?.share ?? 0) + (this.spec.identityDrill?.share ?? 0) + (this.spec.writeDrill?.share ?? 0) + (this.spec.lookupDrill?.share ?? 0);
     if (drillShare >= 1) throw new Error(`retail stream: the drill shares add up to ${drillShare}, leaving no room for conversations`);
     const records: TrajectoryRecord[] = [];
+    const lookups: TrajectoryRecord[] = [];
     const docs: SftDocument[] = [];
     const stats: RetailStreamStepStats = { worlds: 0, episodes: 0, expertSuccess: 0, conversationTokens: 0, drillTokens: 0, kept: 0, generated: 0, mistakes: {}, drillsSkipped: 0 };
     for (let k = 0; stats.conversationTokens < (1 - drillShare) * budget; k++) {
@@ -221,6 +253,7 @@ export class RetailStream implements SftSource {
       stats.expertSuccess += w.success;
       for (const [kind, n] of Object.entries(w.mistakes)) stats.mistakes[kind] = (stats.mistakes[kind] ?? 0) + n;
       records.push(...w.records);
+      lookups.push(...w.lookups);
       // One conversation at a time, so the drill share holds (the rest of the world's episodes are not used).
       for (const d of buildSftDocuments(w.records, format, { maxSeqLen: seqLen, overflow: 'drop' }).docs) {
         if (stats.conversationTokens >= (1 - drillShare) * budget) break;
@@ -228,9 +261,9 @@ export class RetailStream implements SftSource {
         stats.conversationTokens += d.tokens.length;
       }
     }
-    const shares = [this.spec.identityDrill?.share ?? 0, this.spec.writeDrill?.share ?? 0, this.spec.copyDrill?.share ?? 0];
-    if (this.spec.packing === 'fill') return this.fillRows(step, docs, records, stats, shares, drillShare);
-    for (const list of this.drillDocuments(step, records, shares.map((sh) => sh * budget), stats)) {
+    const shares = [this.spec.identityDrill?.share ?? 0, this.spec.writeDrill?.share ?? 0, this.spec.copyDrill?.share ?? 0, this.spec.lookupDrill?.share ?? 0];
+    if (this.spec.packing === 'fill') return this.fillRows(step, docs, records, lookups, stats, shares, drillShare);
+    for (const list of this.drillDocuments(step, records, lookups, shares.map((sh) => sh * budget), stats)) {
       for (const d of list) {
         docs.push(d);
         stats.drillTokens += d.tokens.length;
@@ -244,13 +277,14 @@ export class RetailStream implements SftSource {
   }
 
   /**
-   * The drill documents of a step, by drill (identity, write, copy), each generated until it holds `targets[i]` tokens
-   * (the identity and write drills one document past it at most, the copy drill a batch of 16). Each drill draws from
-   * its own generator seeded by the step, so one drill's target never changes another's documents.
+   * The drill documents of a step, by drill (identity, write, copy, lookup), each generated until it holds `targets[i]`
+   * tokens (the identity, write and lookup drills one document past it at most, the copy drill a batch of 16; the
+   * lookup drill also stops when the step's `lookups` run out). Each drill draws from its own generator seeded by the
+   * step, so one drill's target never changes another's documents.
    */
-  private drillDocuments(step: number, records: TrajectoryRecord[], targets: readonly number[], stats: RetailStreamStepStats): SftDocument[][] {
+  private drillDocuments(step: number, records: TrajectoryRecord[], lookups: readonly TrajectoryRecord[], targets: readonly number[], stats: RetailStreamStepStats): SftDocument[][] {
     const { seqLen, format, tokenizer } = this.ctx;
-    const out: SftDocument[][] = [[], [], []];
+    const out: SftDocument[][] = [[], [], [], []];
     // Conversation drills over the step's own expert records, rendered without the system prompt (short documents).
     const recordDrills: ((seed: number) => TrajectoryRecord[])[] = [
       (seed) => identityDrillRecords(records, { documents: 16, seed, byName: this.spec.identityDrill?.byName }),
@@ -290,6 +324,14 @@ export class RetailStream implements SftSource {
         }
       }
     }
+    if (targets[3] > 0) {
+      let tokens = 0;
+      for (const d of buildSftDocuments(lookups, format, { maxSeqLen: seqLen, overflow: 'drop' }).docs) {
+        if (tokens >= targets[3]) break;
+        out[3].push(d);
+        tokens += d.tokens.length;
+      }
+    }
     return out;
   }
 
@@ -298,7 +340,7 @@ export class RetailStream implements SftSource {
    * them), then the room left shared among the drills in proportion to their shares: the drill furthest below its
    * quota places its next document in the first row it fits, until every drill is placed or out of room.
    */
-  private fillRows(step: number, convDocs: SftDocument[], records: TrajectoryRecord[], stats: RetailStreamStepStats, shares: readonly number[], drillShare: number): SftStepData {
+  private fillRows(step: number, convDocs: SftDocument[], records: TrajectoryRecord[], lookups: readonly TrajectoryRecord[], stats: RetailStreamStepStats, shares: readonly number[], drillShare: number): SftStepData {
     const { seqLen, rowsPerStep } = this.ctx;
     const docs = [...convDocs];
     const rows = fullestRows(packDocuments(docs.map((d) => d.tokens.length), seqLen), rowsPerStep).map((r) => ({ docs: [...r.docs], length: r.length }));
@@ -306,8 +348,8 @@ export class RetailStream implements SftSource {
     const room = rows.reduce((a, r) => a + seqLen - r.length, 0);
     const quotas = shares.map((sh) => (drillShare > 0 ? (room * sh) / drillShare : 0));
     // A little more than the quota, so that documents which fit nowhere can be replaced by later ones.
-    const lists = this.drillDocuments(step, records, quotas.map((q) => Math.ceil(q * 1.1)), stats);
-    const next = [0, 0, 0], placed = [0, 0, 0];
+    const lists = this.drillDocuments(step, records, lookups, quotas.map((q) => Math.ceil(q * 1.1)), stats);
+    const next = [0, 0, 0, 0], placed = [0, 0, 0, 0];
     for (;;) {
       let pick = -1, lowest = Infinity;
       quotas.forEach((q, i) => {
@@ -325,7 +367,7 @@ export class RetailStream implements SftSource {
       placed[pick] += d.tokens.length;
     }
     stats.drillTokens = placed.reduce((a, b) => a + b, 0);
-    stats.drillKept = { identity: placed[0], write: placed[1], copy: placed[2] };
+    stats.drillKept = { identity: placed[0], write: placed[1], copy: placed[2], ...(this.spec.lookupDrill ? { lookup: placed[3] } : {}) };
     stats.generated = stats.conversationTokens + lists.flat().reduce((a, d) => a + d.tokens.length, 0);
     stats.kept = rows.reduce((a, r) => a + r.length, 0);
     this.lastStats = stats;
@@ -338,7 +380,7 @@ export class RetailStream implements SftSource {
  * avoiding excluded worlds; the worlds differ from the training stream's by their seeds).
  */
 export async function streamEvalDocuments(spec: RetailStreamSpec, ctx: RetailStreamContext, steps = 4, salt = 0xe7a1): Promise<SftDocument[]> {
-  const s = new RetailStream({ ...spec, seed: hash32(spec.seed, salt), copyDrill: undefined, identityDrill: undefined, writeDrill: undefined, recovery: undefined }, ctx);
+  const s = new RetailStream({ ...spec, seed: hash32(spec.seed, salt), copyDrill: undefined, identityDrill: undefined, writeDrill: undefined, lookupDrill: undefined, recovery: undefined }, ctx);
   const out: SftDocument[] = [];
   for (let step = 0; step < steps; step++) {
     const d = await s.stepData(step);

@@ -47,6 +47,16 @@ describe('prepare (the data stage of a retail-synth run)', () => {
         assert.equal((JSON.parse(readFileSync(e.tokenizer, 'utf8')) as { pattern: string }).pattern, LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder);
         assert.equal(choosePretokenizer(LLAMA_CPP_PRETOKENIZER_PATTERNS.starcoder).pre, 'starcoder');
         assert.deepEqual(BpeTokenizer.load(e.tokenizer).encode('#W4615687'), single.encode('#W4615687'));
+        // digits: groups-llama splits like llama.cpp's llama-bpe (digits in threes); with spaces: separate no symbol
+        // merges with the letter after it.
+        const f = await prepareRetailData({ ...section, dir: join(other, 'groups'), tokenizer: { vocabSize: 300, digits: 'groups-llama', spaces: 'separate' } });
+        assert.equal((JSON.parse(readFileSync(f.tokenizer, 'utf8')) as { pattern: string }).pattern, LLAMA_CPP_PRETOKENIZER_PATTERNS['llama-bpe']);
+        assert.equal(choosePretokenizer(LLAMA_CPP_PRETOKENIZER_PATTERNS['llama-bpe']).pre, 'llama-bpe');
+        const grouped = BpeTokenizer.load(f.tokenizer);
+        const pieces = grouped.encode('"#W4615687"').map((id) => grouped.decode([id])).filter((p) => /\d/.test(p));
+        assert.equal(pieces.join(''), '4615687');
+        assert.ok(pieces.every((p) => /^\d{1,3}$/.test(p)) && pieces[0].startsWith('4') && pieces.length >= 3);
+        assert.deepEqual(grouped.encode('"order'), [...grouped.encode('"'), ...grouped.encode('order')]);
       } finally {
         rmSync(other, { recursive: true, force: true });
       }

@@ -103,6 +103,28 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     assert.throws(() => parseRetailStream({ ...base, packing: 'fullest' }), /packing/);
   });
 
+  it('lookupDrill takes its share of the room with lookups continuing the step\'s conversations; unset, the stream is as before', async () => {
+    const ctx = await context();
+    const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 }, copyDrill: { share: 0.2 }, identityDrill: { share: 0.1 }, packing: 'fill' };
+    const s = new RetailStream(parseRetailStream({ ...base, lookupDrill: { share: 0.2 } }), ctx);
+    const d = await s.stepData(4);
+    const k = s.lastStats!.drillKept!;
+    const room = s.lastStats!.kept - s.lastStats!.conversationTokens;
+    assert.equal(k.identity + k.write + k.copy + k.lookup!, room);
+    const want = (room * 0.2) / 0.5;
+    assert.ok(Math.abs(k.lookup! - want) < 0.1 * want + 2000, `lookup: ${k.lookup} tokens kept, quota ${want.toFixed(0)}`);
+    assert.deepEqual(tokensOf(await new RetailStream(parseRetailStream({ ...base, lookupDrill: { share: 0.2 } }), ctx).stepData(4)), tokensOf(d), 'deterministic');
+    const plain = new RetailStream(parseRetailStream(base), ctx);
+    const p = await plain.stepData(4);
+    assert.equal(plain.lastStats!.drillKept!.lookup, undefined);
+    assert.equal(plain.fingerprint, new RetailStream(parseRetailStream({ ...base }), ctx).fingerprint);
+    assert.notEqual(plain.fingerprint, s.fingerprint);
+    // The step's conversations do not depend on the drill, which only takes room from their end.
+    const n = Math.min(d.docs.length, p.docs.length, 3);
+    assert.deepEqual(d.docs.slice(0, n).map((x) => Array.from(x.tokens)), p.docs.slice(0, n).map((x) => Array.from(x.tokens)));
+    assert.throws(() => parseRetailStream({ ...base, lookupDrill: { share: 0.2, products: 1.5 } }), /lookupDrill\.products/);
+  });
+
   it('never generates an excluded world, and the eval documents come from other worlds', async () => {
     const ctx = await context();
     const spec = parseRetailStream({ seed: 9, tasksPerWorld: 3, world: { products: 20, users: 30, orders: 60 } });

@@ -1,0 +1,115 @@
+/**
+ * Lookup drill: the ids of a tool result copied into the next calls, in the JSON the agent really reads.
+ *
+ * The copy drill (copy-drill.ts) lists ids in plain text, and a model trained on it copies 7–10-digit ids from such a
+ * list. In retail conversations the same model gets the seventh digit of an order id wrong when it copies it from the
+ * `get_user_details` result 40–70 tokens back (scripts/copy-nll.ts, `orderIdDigitNll`): the first six digits cost
+ * ≈ 0.001 nats and the seventh ≈ 0.5, and product ids (10 digits) fare the same. Each conversation has one or two such
+ * copies; this drill has a dozen.
+ *
+ * A drill conversation is an expert conversation up to its `get_user_details` result, followed by `get_order_details`
+ * on the user's orders in a random order (each order id copied from the user's list, further back with every call)
+ * and, after some of them, `get_product_details` on the product id of one of the order's items (copied from the order
+ * just read). The tool results are the retail tools' own outputs on the conversation's world. Only the first of those
+ * lookups copies from the distance that fails (the others come after longer order details), so the drill also has a
+ * short form: the same opening, the user's order ids in the `get_user_details` result replaced by fresh random ones,
+ * and one `get_order_details` call on one of them, where the document ends (`freshOrderLookupRecord`). The records
+ * render like expert trajectories without the system prompt, so the loss falls on the agent's turns. Deterministic for
+ * a seed.
+ */
+import type { RetailDomain } from '../../domains/retail/domain.ts';
+import { SynthRng } from '../../domains/retail/synth/rng.ts';
+import type { TrajectoryRecord } from '../../rl/sft-data.ts';
+import { executeToolCall } from '../../tooluse/execute.ts';
+
+export interface LookupDrillOptions {
+  seed?: number;
+  /** Orders looked up at most per drill conversation (default 5; fewer when the user has fewer). */
+  maxOrders?: number;
+  /** Probability that an order lookup is followed by a product lookup of one of its items (default 0.5). */
+  products?: number;
+}
+
+type Message = TrajectoryRecord['messages'][number];
+
+/** The index of the tool message that answers a `get_user_details` call, and the user's order ids in it. */
+function userDetails(record: TrajectoryRecord): { at: number; orders: string[] } | undefined {
+  for (let i = 0; i + 1 < record.messages.length; i++) {
+    const m = record.messages[i];
+    const call = m.role === 'assistant' ? (m.toolCalls ?? []).find((c) => c.name === 'get_user_details') : undefined;
+    if (!call || (m.toolCalls?.length ?? 0) !== 1) continue;
+    const answer = record.messages[i + 1];
+    if (answer.role !== 'tool' || typeof answer.content !== 'string' || answer.content.startsWith('Error')) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(answer.content);
+    } catch {
+      continue;
+    }
+    const orders = (parsed as { orders?: unknown }).orders;
+    if (!Array.isArray(orders) || orders.length === 0 || !orders.every((o): o is string => typeof o === 'string')) continue;
+    return { at: i + 1, orders };
+  }
+  return undefined;
+}
+
+/**
+ * The drill conversation of one expert record on its world's `domain`, or undefined when the record has no successful
+ * `get_user_details` call with orders.
+ */
+export function lookupDrillRecord(record: TrajectoryRecord, domain: RetailDomain, rng: SynthRng, options: LookupDrillOptions = {}): TrajectoryRecord | undefined {
+  const maxOrders = options.maxOrders ?? 5, products = options.products ?? 0.5;
+  if (!(Number.isInteger(maxOrders) && maxOrders >= 1)) throw new RangeError(`lookupDrill: maxOrders must be a positive integer, got ${maxOrders}`);
+  if (!(products >= 0 && products <= 1)) throw new RangeError(`lookupDrill: products must be a probability in [0, 1], got ${products}`);
+  const found = userDetails(record);
+  if (!found) return undefined;
+  const messages: Message[] = record.messages.slice(0, found.at + 1);
+  const order = rng.shuffle([...found.orders]).slice(0, maxOrders);
+  const db = domain.freshDb();
+  let n = 0;
+  const call = (name: string, args: Record<string, string>): string => {
+    const id = `lookup_${n++}`;
+    messages.push({ role: 'assistant', content: null, toolCalls: [{ id, name, arguments: args }] });
+    const out = executeToolCall(domain, db, { name, arguments: args }).output;
+    messages.push({ role: 'tool', id, content: out });
+    return out;
+  };
+  for (const orderId of order) {
+    const out = call('get_order_details', { order_id: orderId });
+    if (!rng.chance(products)) continue;
+    let items: unknown;
+    try {
+      items = (JSON.parse(out) as { items?: unknown }).items;
+    } catch {
+      continue; // an error string: no items to look up
+    }
+    const ids = Array.isArray(items) ? items.map((it) => (it as { product_id?: unknown }).product_id).filter((p): p is string => typeof p === 'string') : [];
+    if (ids.length > 0) call('get_product_details', { product_id: rng.pick(ids) });
+  }
+  const contextOnly = record.contextOnly?.filter((i) => i < found.at);
+  return { taskId: `lookup_drill_${record.taskId ?? ''}`, messages, ...(contextOnly?.length ? { contextOnly } : {}) };
+}
+
+/**
+ * The short form: the expert conversation up to its `get_user_details` result, the user's order ids in it replaced by
+ * fresh random ones (`#W` and seven digits, as the world generator draws them), and a `get_order_details` call on one of
+ * them, picked uniformly; undefined when the record has no successful `get_user_details` call with orders.
+ */
+export function freshOrderLookupRecord(record: TrajectoryRecord, rng: SynthRng): TrajectoryRecord | undefined {
+  const found = userDetails(record);
+  if (!found) return undefined;
+  const answer = record.messages[found.at];
+  const fresh = new Set<string>();
+  while (fresh.size < found.orders.length) fresh.add('#W' + rng.digits(7, true));
+  const ids = [...fresh];
+  // Each old id is quoted in the result exactly where the list has it ("#W…"), so a quoted replacement touches nothing else.
+  let content = answer.content!;
+  found.orders.forEach((old, i) => { content = content.split(`"${old}"`).join(`"${ids[i]}"`); });
+  const messages: Message[] = [
+    ...record.messages.slice(0, found.at),
+    { ...answer, content },
+    { role: 'assistant', content: null, toolCalls: [{ id: 'lookup_0', name: 'get_order_details', arguments: { order_id: rng.pick(ids) } }] },
+  ];
+  const contextOnly = record.contextOnly?.filter((i) => i < found.at);
+  return { taskId: `order_lookup_drill_${record.taskId ?? ''}`, messages, ...(contextOnly?.length ? { contextOnly } : {}) };
+}

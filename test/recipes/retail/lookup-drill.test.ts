@@ -1,0 +1,101 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRetailDomain } from '../../../src/domains/retail/domain.ts';
+import { EpisodeRunner } from '../../../src/domains/retail/synth/episode.ts';
+import { ExpertAgent } from '../../../src/domains/retail/synth/expert.ts';
+import { SynthRng } from '../../../src/domains/retail/synth/rng.ts';
+import { generateTaskSet } from '../../../src/domains/retail/synth/taskset.ts';
+import { ScriptedRetailUser } from '../../../src/domains/retail/synth/user-sim.ts';
+import { COMPACT_RETAIL_POLICY } from '../../../src/recipes/retail/prepare.ts';
+import { freshOrderLookupRecord, lookupDrillRecord } from '../../../src/recipes/retail/lookup-drill.ts';
+import { TrajectoryRecordSchema, type TrajectoryRecord } from '../../../src/rl/sft-data.ts';
+import { executeToolCall } from '../../../src/tooluse/execute.ts';
+
+type Message = TrajectoryRecord['messages'][number];
+type ToolCall = NonNullable<Message['toolCalls']>[number];
+
+async function episodes() {
+  const set = generateTaskSet({ worldSeed: 41, taskSeed: 2, count: 8, sizes: { products: 20, users: 20, orders: 60 }, difficulty: 1 });
+  const domain = createRetailDomain({ db: set.world, policy: COMPACT_RETAIL_POLICY });
+  const runner = new EpisodeRunner({ domain, tasks: set.tasks, user: new ScriptedRetailUser(new Map(set.tasks.map((t) => [t.id, t.longrun]))) });
+  const records: TrajectoryRecord[] = [];
+  for (const t of set.tasks) records.push(TrajectoryRecordSchema.parse(JSON.parse(JSON.stringify(await runner.run(new ExpertAgent(), t.id, 5)))));
+  await runner.close();
+  return { domain, records };
+}
+
+describe('lookup drill (order and product ids copied out of tool results)', () => {
+  it('continues an expert conversation after get_user_details with lookups of the user\'s own orders and their products, real outputs', async () => {
+    const { domain, records } = await episodes();
+    let drills = 0, productCalls = 0;
+    for (const r of records) {
+      const d = lookupDrillRecord(r, domain, new SynthRng(7), { maxOrders: 4, products: 0.6 });
+      if (!d) continue;
+      drills++;
+      const at = d.messages.findIndex((m) => (m.toolCalls ?? []).some((c) => c.name === 'get_user_details')) + 1;
+      assert.deepEqual(d.messages.slice(0, at + 1), r.messages.slice(0, at + 1), 'the conversation up to the user details is the expert\'s');
+      const user = JSON.parse(d.messages[at].content!) as { orders: string[] };
+      const looked: string[] = [];
+      const db = domain.freshDb();
+      let lastOrder: { items: { product_id: string }[] } | undefined;
+      for (let i = at + 1; i < d.messages.length; i += 2) {
+        const call: ToolCall = d.messages[i].toolCalls![0];
+        const answer: Message = d.messages[i + 1];
+        assert.equal(answer.role, 'tool');
+        assert.equal(answer.id, call.id);
+        assert.equal(answer.content, executeToolCall(domain, db, call).output, 'the tool\'s own output');
+        assert.ok(!answer.content!.startsWith('Error'), answer.content!);
+        if (call.name === 'get_order_details') {
+          looked.push(call.arguments.order_id as string);
+          lastOrder = JSON.parse(answer.content!);
+        } else {
+          assert.equal(call.name, 'get_product_details');
+          productCalls++;
+          assert.ok(lastOrder!.items.some((it) => it.product_id === call.arguments.product_id), 'a product of the order just read');
+        }
+      }
+      assert.equal(looked.length, Math.min(4, user.orders.length));
+      assert.equal(new Set(looked).size, looked.length, 'each order once');
+      assert.ok(looked.every((o) => user.orders.includes(o)), 'the user\'s own orders');
+      assert.deepEqual(lookupDrillRecord(r, domain, new SynthRng(7), { maxOrders: 4, products: 0.6 }), d, 'deterministic for a seed');
+    }
+    assert.ok(drills >= records.length - 1, `${drills} of ${records.length} expert conversations read the user's details`);
+    assert.ok(productCalls > 0);
+    // Another seed, another order of lookups somewhere.
+    const orderOf = (seed: number) => records.map((r) => lookupDrillRecord(r, domain, new SynthRng(seed))?.messages.map((m) => JSON.stringify(m.toolCalls ?? null)).join());
+    assert.notDeepEqual(orderOf(1), orderOf(2));
+  });
+
+  it('skips a conversation without user details and rejects bad options', async () => {
+    const { domain, records } = await episodes();
+    const opening: TrajectoryRecord = { messages: records[0].messages.slice(0, 2) };
+    assert.equal(lookupDrillRecord(opening, domain, new SynthRng(1)), undefined);
+    assert.throws(() => lookupDrillRecord(records[0], domain, new SynthRng(1), { maxOrders: 0 }), /maxOrders/);
+    assert.throws(() => lookupDrillRecord(records[0], domain, new SynthRng(1), { products: 2 }), /products/);
+  });
+});
+
+describe('lookup drill, short form (fresh order ids, one lookup)', () => {
+  it('replaces every order id of the user details by a fresh one and looks one of them up, nothing else changed', async () => {
+    const { records } = await episodes();
+    const picked = new Set<number>();
+    for (const r of records) {
+      const d = freshOrderLookupRecord(r, new SynthRng(3));
+      if (!d) continue;
+      const at = d.messages.length - 2;
+      assert.deepEqual(d.messages.slice(0, at), r.messages.slice(0, at), 'the opening is the expert\'s');
+      const before = JSON.parse(r.messages[at].content!) as { orders: string[] };
+      const after = JSON.parse(d.messages[at].content!) as { orders: string[] };
+      assert.deepEqual({ ...after, orders: before.orders }, before, 'only the order ids differ');
+      assert.equal(after.orders.length, before.orders.length);
+      assert.ok(after.orders.every((o) => /^#W[1-9]\d{6}$/.test(o) && !before.orders.includes(o)), after.orders.join());
+      const call = d.messages[at + 1].toolCalls![0];
+      assert.equal(call.name, 'get_order_details');
+      const i = after.orders.indexOf(call.arguments.order_id as string);
+      assert.ok(i >= 0, 'one of the fresh ids');
+      picked.add(i);
+      assert.deepEqual(freshOrderLookupRecord(r, new SynthRng(3)), d, 'deterministic for a seed');
+    }
+    assert.ok(picked.size >= 2, 'not always the same place in the list');
+  });
+});
