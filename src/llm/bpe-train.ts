@@ -35,14 +35,13 @@ export interface BpeTrainOptions {
   separateSymbolsBeforeLetters?: boolean;
 }
 
-/** A space byte followed by a letter byte (ASCII, or the lead/continuation bytes of a non-ASCII character). */
-function spaceThenLetter(left: readonly number[], right: readonly number[]): boolean {
-  const last = left[left.length - 1];
-  const first = right[0];
-  return last === 0x20 && ((first >= 0x41 && first <= 0x5a) || (first >= 0x61 && first <= 0x7a) || first >= 0x80);
-}
-
+/** An ASCII letter byte, or a lead/continuation byte of a non-ASCII character. */
 const isLetterByte = (b: number): boolean => (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b >= 0x80;
+
+/** A space byte followed by a letter byte. */
+function spaceThenLetter(left: readonly number[], right: readonly number[]): boolean {
+  return left[left.length - 1] === 0x20 && isLetterByte(right[0]);
+}
 
 /** An ASCII non-letter byte followed by a letter byte. */
 function symbolThenLetter(left: readonly number[], right: readonly number[]): boolean {

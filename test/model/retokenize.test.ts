@@ -79,6 +79,10 @@ describe('retokenizeCheckpoint (a checkpoint moved onto another tokenizer)', () 
     const rmsOld = Math.sqrt(old.params.get('model.embed_tokens.weight')!.data.reduce((s, v) => s + v * v, 0) / old.params.get('model.embed_tokens.weight')!.data.length);
     assert.ok(rmsDiff > 0.15 * rmsOld && rmsDiff < 0.6 * rmsOld, `noise rms ${rmsDiff} against 0.3 × ${rmsOld}`);
     assert.throws(() => retokenizeCheckpoint(old, single.model, groups.model, { noise: -1 }), /noise/);
+    assert.throws(() => retokenizeCheckpoint(old, single.model, groups.model, { noise: 0.3, seed: Number('x') }), /seed must be an integer/);
+    const untied = new Map(old.params);
+    untied.delete('lm_head.weight');
+    assert.throws(() => retokenizeCheckpoint({ config: old.config, params: untied }, single.model, groups.model), /lm_head\.weight/);
   });
 
   it('refuses a tokenizer that is not the checkpoint\'s, and a special token the old one lacks', () => {

@@ -22,7 +22,11 @@ import { CheckpointError } from './errors.ts';
 import type { LoadedCheckpoint } from './hf.ts';
 import { mulberry32 } from '../../engine/random.ts';
 
-/** Standard normal draws (Box–Muller) from a seeded generator. */
+/**
+ * Standard normal draws (Box–Muller, cosine branch only) from a seeded generator. Not `Mulberry32Rng.normal()`, whose
+ * draws differ: `models/retail-pretrain-v3/` started from this stream, and its documented transplant command must
+ * rebuild that start.
+ */
 function gaussian(seed: number): () => number {
   const u = mulberry32(seed);
   return () => Math.sqrt(-2 * Math.log(1 - u())) * Math.cos(2 * Math.PI * u());
@@ -48,17 +52,20 @@ function tokenBytes(model: BpeModel): number[][] {
 export function retokenizeCheckpoint(ckpt: Pick<LoadedCheckpoint, 'config' | 'params'>, from: BpeModel, to: BpeModel, options: { noise?: number; seed?: number } = {}): Retokenized {
   const noise = options.noise ?? 0;
   if (!(noise >= 0 && Number.isFinite(noise))) throw new CheckpointError('BAD_ARGUMENT', `noise must be a finite number >= 0, got ${noise}`);
+  const seed = options.seed ?? 0;
+  if (!Number.isInteger(seed)) throw new CheckpointError('BAD_ARGUMENT', `seed must be an integer, got ${seed}`);
   const H = ckpt.config.hidden_size, Vold = ckpt.config.vocab_size;
   const oldBytes = tokenBytes(from), newBytes = tokenBytes(to);
   const oldVocab = oldBytes.length + from.specialTokens.length, Vnew = newBytes.length + to.specialTokens.length;
   if (Vold !== oldVocab) throw new CheckpointError('BAD_ARGUMENT', `the checkpoint has vocab_size ${Vold}, but the tokenizer it is said to be trained with has ${oldVocab} tokens`);
   const oldIdOf = new Map(oldBytes.map((b, id) => [b.join(','), id]));
   const oldMerge = new Map(from.merges.map(([x, y], i) => [x * 2 ** 21 + y, 256 + i]));
-  const embed = ckpt.params.get('model.embed_tokens.weight')!, head = ckpt.params.get('lm_head.weight')!;
+  const embed = ckpt.params.get('model.embed_tokens.weight'), head = ckpt.params.get('lm_head.weight');
+  if (!embed || !head) throw new CheckpointError('BAD_ARGUMENT', 'retokenize needs separate model.embed_tokens.weight and lm_head.weight tensors (tied embeddings are not supported)');
   const newEmbed = new Float32Array(Vnew * H), newHead = new Float32Array(Vnew * H);
   const rms = (m: Float32Array): number => Math.sqrt(m.reduce((a, v) => a + v * v, 0) / m.length);
   const embedScale = noise * rms(embed.data), headScale = noise * rms(head.data);
-  const gauss = gaussian(options.seed ?? 0);
+  const gauss = gaussian(seed);
   let copied = 0, averaged = 0;
   for (let t = 0; t < Vnew; t++) {
     let pieces: number[];
