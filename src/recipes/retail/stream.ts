@@ -25,7 +25,7 @@ import { createRetailDomain } from '../../domains/retail/domain.ts';
 import { EpisodeRunner } from '../../domains/retail/synth/episode.ts';
 import { RecoveringAgent } from '../../domains/retail/synth/recovery.ts';
 import { makeAgent } from '../../domains/retail/synth/rollouts.ts';
-import { TASK_FAMILIES } from '../../domains/retail/synth/scenario.ts';
+import { TASK_FAMILIES, type TaskFamily } from '../../domains/retail/synth/scenario.ts';
 import { generateTaskSet } from '../../domains/retail/synth/taskset.ts';
 import { ScriptedRetailUser } from '../../domains/retail/synth/user-sim.ts';
 import { DEFAULT_WORLD_SIZES } from '../../domains/retail/synth/world.ts';
@@ -58,14 +58,18 @@ export const RetailStreamSchema = z.object({
   expert: z.object({
     mistakeRate: z.number().min(0).max(1).default(0),
     mistakeKinds: z.array(z.string().min(1)).min(1).optional(),
-  }).strict().default({ mistakeRate: 0 }),
+    /** Restate the request in the first reply (src/domains/retail/synth/expert.ts, `restatement`); off by default. */
+    restate: z.boolean().default(false),
+  }).strict().default({ mistakeRate: 0, restate: false }),
   /**
    * Slips and recoveries (src/domains/retail/synth/recovery.ts): each read call of the demonstrator slips first with
    * probability `rate` (a wrong id, an item id for a product id, an email one character off); the slip is context,
    * out of the loss, and the right call after the tool's answer is in it. `names`: a name lookup may also slip on the
-   * first or last name.
+   * first or last name. `identity: false`: the identity lookups never slip (a "User not found" is then only ever
+   * answered as on a failed_auth task: ask the customer for the other identity). `proposals`: a confirmation
+   * proposal may also go out wrong first (the customer says no), then the right one.
    */
-  recovery: z.object({ rate: z.number().min(0).max(1), maxPerEpisode: int(1).default(2), names: z.boolean().default(false) }).strict().optional(),
+  recovery: z.object({ rate: z.number().min(0).max(1), maxPerEpisode: int(1).default(2), names: z.boolean().default(false), identity: z.boolean().default(true), proposals: z.boolean().default(false) }).strict().optional(),
   /** Copy-drill documents filling `share` of each step's token budget (0 = none). */
   copyDrill: z.object({
     share: z.number().min(0).lt(1),
@@ -111,6 +115,15 @@ export const RetailStreamSchema = z.object({
    * at a time. Unset keeps the data of runs made before this option bit for bit.
    */
   packing: z.literal('fill').optional(),
+  /**
+   * The order of the families in each world's task list. A step takes its conversations from the front of the list
+   * (one at a time until their share is filled, usually 3–4 of them), and the generator deals the families in list
+   * order, so unset every step trained on the first four families (cancel, modify_items, modify_address,
+   * modify_payment) and never on a return, an exchange, an info question, a forbidden request, a failed
+   * authentication or a multi-request conversation, except as drills. `rotate` starts each world's list at a seeded
+   * family, so every family comes first as often. Unset keeps the data of runs made before this option bit for bit.
+   */
+  familyOrder: z.literal('rotate').optional(),
 }).strict();
 
 export type RetailStreamSpec = z.output<typeof RetailStreamSchema>;
@@ -171,6 +184,20 @@ function fullestRows(packed: readonly PackedRow[], n: number): PackedRow[] {
 }
 
 /** The retail stream as an SFT data source (`runSft`'s `source`). */
+/**
+ * The spec as the fingerprint sees it: options added after checkpoints were first written are left out at their
+ * defaults, so a run made before them still resumes (their defaults give the earlier streams, draw for draw).
+ */
+function fingerprintSpec(spec: RetailStreamSpec): unknown {
+  const { restate, ...expert } = spec.expert;
+  let recovery: Record<string, unknown> | undefined;
+  if (spec.recovery !== undefined) {
+    const { identity, proposals, ...rest } = spec.recovery;
+    recovery = { ...rest, ...(identity ? {} : { identity }), ...(proposals ? { proposals } : {}) };
+  }
+  return { ...spec, expert: restate ? spec.expert : expert, recovery };
+}
+
 export class RetailStream implements SftSource {
   readonly stepsPerEpoch = Number.POSITIVE_INFINITY;
   readonly fingerprint: string;
@@ -184,12 +211,20 @@ export class RetailStream implements SftSource {
     this.policy = policyText(spec.policy);
     const tokenizerProbe = ctx.tokenizer.encode('retail stream fingerprint #W0123456 credit_card_9876543 Nora Jackson');
     this.fingerprint = createHash('sha256')
-      .update(JSON.stringify({ spec, seqLen: ctx.seqLen, rowsPerStep: ctx.rowsPerStep, format: ctx.format.name, vocab: ctx.tokenizer.vocabSize, probe: tokenizerProbe, conversation: ctx.conversation }))
+      .update(JSON.stringify({ spec: fingerprintSpec(spec), seqLen: ctx.seqLen, rowsPerStep: ctx.rowsPerStep, format: ctx.format.name, vocab: ctx.tokenizer.vocabSize, probe: tokenizerProbe, conversation: ctx.conversation }))
       .digest('hex');
   }
 
   epochOf(): number {
     return 0;
+  }
+
+  /** The family list of world k of step s (`familyOrder`). */
+  familiesOf(step: number, k: number): TaskFamily[] | undefined {
+    if (this.spec.familyOrder !== 'rotate') return this.spec.families;
+    const base = this.spec.families ?? TASK_FAMILIES;
+    const at = hash32(this.spec.seed, 0xfa31, step, k) % base.length;
+    return [...base.slice(at), ...base.slice(0, at)];
   }
 
   /** The expert episodes of world k of step s, as trajectory records. */
@@ -199,10 +234,13 @@ export class RetailStream implements SftSource {
     if (this.excluded.has(worldSeed)) return null;
     const difficulty: [number, number] = typeof s.difficulty === 'number' ? [s.difficulty, s.difficulty] : s.difficulty;
     const sizes = { products: s.world.products ?? DEFAULT_WORLD_SIZES.products, users: s.world.users ?? DEFAULT_WORLD_SIZES.users, orders: s.world.orders ?? DEFAULT_WORLD_SIZES.orders };
-    const set = generateTaskSet({ worldSeed, taskSeed: hash32(s.seed, 0x7a5c, step, k), count: s.tasksPerWorld, sizes, families: s.families, difficulty, split: 'stream' });
+    const set = generateTaskSet({ worldSeed, taskSeed: hash32(s.seed, 0x7a5c, step, k), count: s.tasksPerWorld, sizes, families: this.familiesOf(step, k), difficulty, split: 'stream' });
     const domain = createRetailDomain({ db: set.world, policy: this.policy });
     const runner = new EpisodeRunner({ domain, tasks: set.tasks, user: new ScriptedRetailUser(new Map(set.tasks.map((t) => [t.id, t.longrun]))) });
-    const expert = makeAgent('expert', s.expert.mistakeRate > 0 ? { mistakeRate: s.expert.mistakeRate, mistakeKinds: s.expert.mistakeKinds } : undefined);
+    const expert = makeAgent('expert', {
+      ...(s.expert.mistakeRate > 0 ? { mistakeRate: s.expert.mistakeRate, mistakeKinds: s.expert.mistakeKinds } : {}),
+      ...(s.expert.restate ? { restate: true } : {}),
+    });
     const agent = s.recovery && s.recovery.rate > 0 ? new RecoveringAgent(expert, s.recovery) : expert;
     const records: TrajectoryRecord[] = [];
     const mistakes: Record<string, number> = {};

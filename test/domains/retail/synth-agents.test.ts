@@ -45,6 +45,47 @@ describe('expert and random agents against the scripted user', () => {
     assert.ok(successes / episodes >= 0.99, `expert success ${successes}/${episodes}; failures: ${failures.slice(0, 10).join('; ')}`);
   });
 
+  it('restate: the first reply names the request in the words of the later messages; every episode is otherwise the expert’s', async () => {
+    const { domain, tasks } = sets[0]!;
+    const runner = new EpisodeRunner({ domain, tasks: tasks.slice(0, 200), user: new ScriptedRetailUser() });
+    const plain = new ExpertAgent();
+    const restating = new ExpertAgent({ restate: true });
+    const seen = new Set<string>();
+    for (const [i, task] of tasks.slice(0, 200).entries()) {
+      const a = await runner.run(plain, task.id, 40 + i);
+      const b = await runner.run(restating, task.id, 40 + i);
+      assert.equal(b.reward, a.reward, task.id);
+      assert.equal(b.messages.length, a.messages.length, `${task.id}: the same turns`);
+      const first = (t: typeof a) => t.messages.find((m) => m.role === 'assistant' && typeof m.content === 'string' && m.content.includes('verify your identity'));
+      const [fa, fb] = [first(a), first(b)];
+      assert.ok(fa && fb, `${task.id}: both ask for the identity`);
+      const said = /^I can help with that: you would like to (.+?)\. First, /.exec(String(fb.content));
+      assert.ok(said, `${task.id}: ${String(fb.content)}`);
+      assert.equal(String(fb.content).replace(`: you would like to ${said[1]}.`, '.'), fa.content, 'the rest of the reply is unchanged');
+      seen.add(said[1]!);
+      // The phrase is the one the later proposal starts with (the words a decision far back can copy).
+      const proposal = b.messages.find((m) => m.role === 'assistant' && typeof m.content === 'string' && m.content.includes('(yes/no)'));
+      const kind = task.longrun.requests[0]?.kind;
+      if (proposal && task.longrun.family !== 'multi' && task.longrun.family !== 'forbidden') {
+        const words: Record<string, [string, RegExp]> = {
+          cancel: ['cancel an order', /details: cancel order/],
+          modify_payment: ['pay for an order with another payment method', /change: pay for order/],
+          modify_address: ['set the shipping address of an order', /change: set the shipping address/],
+          modify_user_address: ['update your default address', /change: update your default address/],
+          modify_items: ['modify items in an order', /details: modify in order/],
+          exchange: ['exchange items in an order', /details: exchange in order/],
+          return: ['return items from an order', /details: return from order/],
+        };
+        const [phrase, re] = words[String(kind)] ?? [];
+        assert.ok(phrase && re, `${task.id}: a proposal for ${String(kind)}`);
+        assert.equal(said[1], phrase, task.id);
+        assert.match(String(proposal.content), re, task.id);
+      }
+    }
+    await runner.close();
+    assert.ok(seen.size >= 10, `restatements seen: ${[...seen].join(' | ')}`);
+  });
+
   it('the expert also solves long multi-request conversations (difficulty 4–5)', async () => {
     const { domain, world } = sets[1]!;
     const long = generateTasks(world, 40, { count: 110, difficulty: [4, 5] }).tasks;

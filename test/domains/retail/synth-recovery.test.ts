@@ -114,6 +114,62 @@ describe('slips and recoveries (the recovery knob)', () => {
     assert.equal(plainNameSlips, 0, 'without names, names never slip');
   });
 
+  it('identity: false: the identity lookups never slip, the other reads slip as before, draw for draw', async () => {
+    const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
+    const expert = new ExpertAgent();
+    const on = new RecoveringAgent(expert, { rate: 0.6, maxPerEpisode: 3, names: true });
+    const explicit = new RecoveringAgent(expert, { rate: 0.6, maxPerEpisode: 3, names: true, identity: true });
+    const off = new RecoveringAgent(expert, { rate: 0.6, maxPerEpisode: 3, names: true, identity: false });
+    const slipped = (t: Trajectory) => (t.contextOnly ?? []).map((i) => { const m = t.messages[i]!; return m.role === 'assistant' ? m.toolCalls![0]!.name : '?'; });
+    let identityOn = 0;
+    let otherOff = 0;
+    for (const [i, task] of tasks.entries()) {
+      const a = await runner.run(on, task.id, 900 + i);
+      assert.deepEqual(await runner.run(explicit, task.id, 900 + i), a, 'identity: true is the default');
+      const b = await runner.run(off, task.id, 900 + i);
+      assert.equal(b.reward, a.reward, task.id);
+      identityOn += slipped(a).filter((n) => n.startsWith('find_user_id')).length;
+      const names = slipped(b);
+      assert.ok(names.every((n) => !n.startsWith('find_user_id')), `${task.id}: ${names.join(', ')}`);
+      otherOff += names.length;
+    }
+    await runner.close();
+    assert.ok(identityOn >= 15, `identity slips with the option on: ${identityOn}`);
+    assert.ok(otherOff >= 20, `other slips with it off: ${otherOff}`);
+  });
+
+  it('proposals: a wrong proposal goes out first, the customer says no, the right one follows, and the reward stays the expert’s', async () => {
+    const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
+    const expert = new ExpertAgent();
+    const slipping = new RecoveringAgent(expert, { rate: 1, maxPerEpisode: 8, proposals: true });
+    const kinds = new Map<string, number>();
+    let proposalSlips = 0;
+    for (const [i, task] of tasks.entries()) {
+      const a = await runner.run(expert, task.id, 300 + i);
+      const b = await runner.run(slipping, task.id, 300 + i);
+      assert.equal(b.reward, a.reward, task.id);
+      for (const [j, at] of (b.contextOnly ?? []).entries()) {
+        const m = b.messages[at]!;
+        if (m.role !== 'assistant' || m.toolCalls?.length) continue;
+        proposalSlips++;
+        assert.match(String(m.content), /\(yes\/no\)/);
+        const reply = b.messages[at + 1]!;
+        assert.equal(reply.role, 'user');
+        assert.match(String(reply.content), /^No\b/, `${task.id}: the customer rejects the wrong proposal`);
+        const right = b.messages[at + 2]!;
+        assert.ok(right.role === 'assistant' && /\(yes\/no\)/.test(String(right.content)) && right.content !== m.content, `${task.id}: then the right proposal`);
+        const kind = /^proposal with (\w+)/.exec(b.slips![j]!.detail)?.[1] ?? '?';
+        kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      }
+    }
+    await runner.close();
+    assert.ok(proposalSlips >= 20, `proposal slips at rate 1 on 60 episodes: ${proposalSlips}`);
+    assert.ok(kinds.size >= 2, `kinds of wrong proposals: ${JSON.stringify([...kinds])}`);
+    // Off (the default), the draws are the earlier ones.
+    const plain = await runner.run(new RecoveringAgent(expert, { rate: 0.5 }), tasks[5]!.id, 77);
+    assert.deepEqual(await runner.run(new RecoveringAgent(expert, { rate: 0.5, proposals: false }), tasks[5]!.id, 77), plain);
+  });
+
   it('SFT renders a slip as context: its tokens are in the document with no loss, the recovery has loss', async () => {
     const runner = new EpisodeRunner({ domain, tasks, user: new ScriptedRetailUser() });
     let t: Trajectory | undefined;

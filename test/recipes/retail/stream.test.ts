@@ -16,6 +16,7 @@ import { ExpertAgent } from '../../../src/domains/retail/synth/expert.ts';
 import { ScriptedRetailUser } from '../../../src/domains/retail/synth/user-sim.ts';
 import { parseRetailStream, RetailStream, streamEvalDocuments, streamWorldSeed, type RetailStreamContext } from '../../../src/recipes/retail/stream.ts';
 import { parseStagesRunFile } from '../../../src/recipes/train-setup.ts';
+import { TASK_FAMILIES } from '../../../src/domains/retail/synth/scenario.ts';
 
 let shared: Promise<Omit<RetailStreamContext, 'seqLen' | 'rowsPerStep'>> | undefined;
 async function context(seqLen = 4096, rowsPerStep = 2): Promise<RetailStreamContext> {
@@ -137,6 +138,48 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     const train = tokensOf(await new RetailStream(spec, ctx).stepData(0)).flat().map((t) => t.join(','));
     assert.ok(evalDocs.length >= 2);
     for (const d of evalDocs) assert.ok(!train.includes(Array.from(d.tokens).join(',')));
+  });
+
+  it('expert.restate and recovery.identity: off by default with the earlier fingerprint; on, the first replies restate and no identity lookup slips', async () => {
+    const ctx = await context();
+    const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 }, recovery: { rate: 0.5, names: true } };
+    const plain = new RetailStream(parseRetailStream(base), ctx);
+    const explicit = new RetailStream(parseRetailStream({ ...base, expert: { mistakeRate: 0, restate: false }, recovery: { ...base.recovery, identity: true } }), ctx);
+    assert.equal(explicit.fingerprint, plain.fingerprint, 'the defaults leave the fingerprint of a stream written before them');
+    const on = new RetailStream(parseRetailStream({ ...base, expert: { restate: true }, recovery: { ...base.recovery, identity: false } }), ctx);
+    assert.notEqual(on.fingerprint, plain.fingerprint);
+    assert.notEqual(new RetailStream(parseRetailStream({ ...base, expert: { restate: true } }), ctx).fingerprint, plain.fingerprint);
+    const text = (d: { docs: readonly { tokens: Int32Array }[] }) => d.docs.map((x) => ctx.tokenizer.decode(Array.from(x.tokens))).join('\n');
+    const [p, o] = [text(await plain.stepData(1)), text(await on.stepData(1))];
+    assert.ok(!p.includes('you would like to'));
+    assert.ok((o.match(/I can help with that: you would like to /g) ?? []).length >= 3, 'the first replies restate the request');
+  });
+
+  it('familyOrder: rotate starts each world\'s task list at a seeded family, so every family leads; unset, the stream is as before', async () => {
+    const ctx = await context();
+    const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 } };
+    const plain = new RetailStream(parseRetailStream(base), ctx);
+    const rotating = new RetailStream(parseRetailStream({ ...base, familyOrder: 'rotate' }), ctx);
+    assert.equal(plain.familiesOf(5, 0), undefined, 'unset: the generator\'s own order');
+    assert.equal(plain.fingerprint, new RetailStream(parseRetailStream({ ...base }), ctx).fingerprint);
+    assert.notEqual(rotating.fingerprint, plain.fingerprint);
+    const leads = new Map<string, number>();
+    for (let step = 0; step < 200; step++) {
+      const f = rotating.familiesOf(step, 0)!;
+      assert.deepEqual([...f].sort(), [...TASK_FAMILIES].sort(), 'a rotation of all the families');
+      const at = TASK_FAMILIES.indexOf(f[0]!);
+      assert.deepEqual(f, [...TASK_FAMILIES.slice(at), ...TASK_FAMILIES.slice(0, at)]);
+      leads.set(f[0]!, (leads.get(f[0]!) ?? 0) + 1);
+    }
+    for (const fam of TASK_FAMILIES) assert.ok((leads.get(fam) ?? 0) >= 8, `${fam} leads ${leads.get(fam) ?? 0} of 200 worlds`);
+    assert.deepEqual(rotating.familiesOf(7, 1), rotating.familiesOf(7, 1), 'seeded');
+    const only = new RetailStream(parseRetailStream({ ...base, families: ['cancel', 'return'], familyOrder: 'rotate' }), ctx);
+    assert.ok([0, 1, 2, 3, 4, 5].every((st) => ['cancel', 'return'].includes(only.familiesOf(st, 0)![0]!)));
+    // The world is the same; its tasks are dealt from the rotated list.
+    const step = [0, 1, 2, 3, 4, 5, 6, 7].find((st) => rotating.familiesOf(st, 0)![0] !== 'cancel')!;
+    const firstUser = async (st: RetailStream) => (await st.worldRecords(step, 0))!.records.map((r) => String(r.messages.find((m) => m.role === 'user')?.content));
+    assert.notDeepEqual(await firstUser(rotating), await firstUser(plain));
+    assert.throws(() => parseRetailStream({ ...base, familyOrder: 'shuffle' }), /familyOrder/);
   });
 
   it('validates its section with clear errors', () => {

@@ -75,6 +75,34 @@ function invalidReasonLabel(text: string): string | null {
 /** τ²'s communicate normalisation (evaluator.ts `communicated`): case and commas are ignored in the text. */
 const normalise = (text: string): string => text.toLowerCase().replaceAll(',', '');
 
+/**
+ * The request in the words of the expert's later messages (`restate`): "cancel an order" before "Here are the details:
+ * cancel order …", "pay for an order with another payment method" before "pay for order … with the payment method …".
+ * Said in the first reply, next to the user's own sentence, the kind of request becomes a phrase of the agent's that a
+ * later decision can copy, rather than a meaning to find again in the user's words many tool results back.
+ */
+export function restatement(kind: ExpertKind): string {
+  if (typeof kind === 'object') {
+    switch (kind.info) {
+      case 'order_total': return 'know the total of an order';
+      case 'order_status': return 'know the status of an order';
+      case 'tracking_id': return 'know the tracking number of an order';
+      case 'order_count': return 'know how many orders you have';
+      case 'gift_card_balance': return 'know the balance of your gift card';
+    }
+  }
+  switch (kind) {
+    case 'human': return 'talk to a human agent';
+    case 'cancel': return 'cancel an order';
+    case 'modify_payment': return 'pay for an order with another payment method';
+    case 'modify_address': return 'set the shipping address of an order';
+    case 'modify_user_address': return 'update your default address';
+    case 'modify_items': return 'modify items in an order';
+    case 'exchange': return 'exchange items in an order';
+    case 'return': return 'return items from an order';
+  }
+}
+
 /** The valid reason a forbidden cancellation is recorded with (the closest of the two the tool accepts). */
 const SUBSTITUTE_REASON = VALID_REASONS[0];
 
@@ -96,7 +124,7 @@ class ExpertSession implements AgentSession {
   /** The agent's own texts so far, normalised (only kept with mistakes on). */
   private readonly said: string[] = [];
 
-  constructor(private readonly mk: MistakeMaker | null = null) {}
+  constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false) {}
 
   act(observed: readonly Message[]): AgentTurn {
     for (const m of observed) {
@@ -220,7 +248,9 @@ class ExpertSession implements AgentSession {
       }
     }
     if (this.tried.size === 0) {
-      return say('I can help with that. First, could you please provide your email address, or your first and last name and zip code, so I can verify your identity?');
+      const request = this.restate && this.plan ? restatement(this.plan.kind) : null;
+      const opening = request === null ? 'I can help with that.' : `I can help with that: you would like to ${request}.`;
+      return say(`${opening} First, could you please provide your email address, or your first and last name and zip code, so I can verify your identity?`);
     }
     const triedEmail = [...this.tried].some((k) => k.startsWith('e:'));
     const triedName = [...this.tried].some((k) => k.startsWith('n:'));
@@ -591,20 +621,27 @@ class ExpertSession implements AgentSession {
 export interface ExpertAgentOptions {
   /** The mistake knob (expert-mistakes.ts). Omitted: the perfect expert. */
   mistakes?: ExpertMistakeOptions;
+  /**
+   * Restate the request in the first reply ("I can help with that: you would like to cancel an order. First, …"; see
+   * `restatement`). Off by default, so the conversations made before it stay the same, message for message.
+   */
+  restate?: boolean;
 }
 
 export class ExpertAgent implements SynthAgent {
   readonly name = 'expert';
   private readonly mistakes: ExpertMistakeOptions | null;
+  private readonly restate: boolean;
 
   constructor(options: ExpertAgentOptions = {}) {
     this.mistakes = options.mistakes ?? null;
+    this.restate = options.restate ?? false;
     // Validate now, so a bad option fails when the agent is made rather than in its first episode.
     if (this.mistakes) new MistakeMaker(this.mistakes, new SynthRng(0));
   }
 
   /** The episode's mistakes are drawn from `context.seed`: the same seed gives the same episode. */
   start(context: AgentEpisodeContext): AgentSession {
-    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null);
+    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null, this.restate);
   }
 }

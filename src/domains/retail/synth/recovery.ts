@@ -17,6 +17,7 @@ import type { Message } from '../../../tooluse/messages.ts';
 import type { AgentToolCall, AgentTurn } from '../../../tooluse/orchestrator.ts';
 import type { AgentEpisodeContext, AgentNotes, AgentSession, SlipRecord, SynthAgent } from './agent.ts';
 import { FIRST_NAMES, LAST_NAMES } from './catalog-data.ts';
+import { CONFIRM_MARKER } from './protocol.ts';
 import { SynthRng } from './rng.ts';
 
 export interface RecoveryOptions {
@@ -30,7 +31,24 @@ export interface RecoveryOptions {
    * rest writes "Hana" for "Henry"). Off by default, so streams made before it stay the same.
    */
   names?: boolean;
+  /**
+   * Let the identity lookups (`find_user_id_by_email`, `find_user_id_by_name_zip`) slip (default true). Off, a
+   * "User not found" is only ever followed by what the expert does after a lookup of a user who does not exist: it
+   * asks the customer for the other identity, and gives up after a second failure. A model that learnt "after 'User
+   * not found', call again with the right value" from identity slips repeats the failing lookup on every failed_auth
+   * task, where the value it was given is the right one.
+   */
+  identity?: boolean;
+  /**
+   * Also slip on confirmation proposals: before the proposal the inner agent means to make, a wrong one goes out (the
+   * exchange and modify verbs swapped, an order id one digit off, or another payment method of the conversation), the
+   * customer says no and restates the request, and the right proposal follows. Off by default, so streams made before
+   * it stay the same draw for draw. It demonstrates the turn after a rejected proposal, which the expert never reaches.
+   */
+  proposals?: boolean;
 }
+
+const IDENTITY_LOOKUPS = ['find_user_id_by_email', 'find_user_id_by_name_zip'];
 
 /** The read tools that may slip (writes never do: a slipped write would change the database). */
 export const SLIPPING_TOOLS = ['find_user_id_by_email', 'find_user_id_by_name_zip', 'get_user_details', 'get_order_details', 'get_product_details'] as const;
@@ -58,6 +76,28 @@ function otherName(rng: SynthRng, name: string, names: readonly string[]): strin
   if (others.length === 0) return null;
   const same = others.filter((n) => n[0] === name[0]);
   return rng.pick(same.length > 0 ? same : others);
+}
+
+/** A wrong version of a confirmation proposal the customer will reject, or null when none applies. */
+export function wrongProposal(rng: SynthRng, text: string, payments: ReadonlySet<string>): { text: string; detail: string } | null {
+  const options: { text: string; detail: string }[] = [];
+  const verb = /Here are the details: (exchange|modify) in order/.exec(text);
+  if (verb) {
+    const other = verb[1] === 'exchange' ? 'modify' : 'exchange';
+    options.push({ text: text.replace(verb[0], `Here are the details: ${other} in order`), detail: `${other} for ${verb[1]}` });
+  }
+  const order = /#W\d{7}/.exec(text)?.[0];
+  if (order) {
+    const off = digitOff(rng, order.slice(2));
+    if (off !== null) options.push({ text: text.replaceAll(order, `#W${off}`), detail: `order #W${off} for ${order}` });
+  }
+  const pm = /\b(?:credit_card|gift_card|paypal)_\d{7}\b/.exec(text)?.[0];
+  const others = [...payments].filter((p) => p !== pm);
+  if (pm && others.length > 0) {
+    const other = rng.pick(others);
+    options.push({ text: text.replaceAll(pm, other), detail: `payment ${other} for ${pm}` });
+  }
+  return options.length === 0 ? null : rng.pick(options);
 }
 
 /** Candidate wrong versions of a read call, given the ids seen so far in tool results. */
@@ -121,9 +161,9 @@ class RecoverySession implements AgentSession {
   /** The inner agent's call held back while its slip is answered. */
   private held: AgentTurn | null = null;
   private readonly records: SlipRecord[] = [];
-  private readonly seen = { orders: new Set<string>(), tenDigit: new Set<string>(), itemIds: new Set<string>() };
+  private readonly seen = { orders: new Set<string>(), tenDigit: new Set<string>(), itemIds: new Set<string>(), payments: new Set<string>() };
 
-  constructor(private readonly inner: AgentSession, private readonly rng: SynthRng, private readonly rate: number, private readonly max: number, private readonly names: boolean) {}
+  constructor(private readonly inner: AgentSession, private readonly rng: SynthRng, private readonly rate: number, private readonly max: number, private readonly names: boolean, private readonly identity: boolean, private readonly proposals: boolean) {}
 
   act(observed: readonly Message[]): AgentTurn {
     const turn = this.turn++;
@@ -136,7 +176,17 @@ class RecoverySession implements AgentSession {
     }
     const next = this.inner.act(observed);
     const calls = next.toolCalls ?? [];
+    if (this.proposals && this.records.length < this.max && calls.length === 0 && typeof next.content === 'string' && next.content.includes(CONFIRM_MARKER)) {
+      if (!this.rng.chance(this.rate)) return next;
+      const wrong = wrongProposal(this.rng, next.content, this.seen.payments);
+      if (wrong === null) return next;
+      this.records.push({ turn, detail: `proposal with ${wrong.detail}` });
+      this.held = next;
+      return { content: wrong.text, toolCalls: null };
+    }
     if (this.records.length >= this.max || calls.length !== 1 || !(SLIPPING_TOOLS as readonly string[]).includes(calls[0]!.name)) return next;
+    // Checked before the draw below: with identity slips on (the default) the draws are the earlier streams', one for one.
+    if (!this.identity && IDENTITY_LOOKUPS.includes(calls[0]!.name)) return next;
     if (!this.rng.chance(this.rate)) return next;
     const options = slips(this.rng, calls[0]!, this.seen, this.names);
     if (options.length === 0) return next;
@@ -156,6 +206,7 @@ class RecoverySession implements AgentSession {
     for (const id of content.match(ORDER_ID) ?? []) this.seen.orders.add(id);
     for (const id of content.match(TEN_DIGITS) ?? []) this.seen.tenDigit.add(id);
     for (const m of content.matchAll(/"item_id":\s*"(\d{10})"/g)) this.seen.itemIds.add(m[1]!);
+    if (this.proposals) for (const id of content.match(/\b(?:credit_card|gift_card|paypal)_\d{7}\b/g) ?? []) this.seen.payments.add(id);
   }
 }
 
@@ -164,17 +215,21 @@ export class RecoveringAgent implements SynthAgent {
   readonly name: string;
   private readonly max: number;
   private readonly names: boolean;
+  private readonly identity: boolean;
+  private readonly proposals: boolean;
 
   constructor(private readonly inner: SynthAgent, private readonly options: RecoveryOptions) {
-    const { rate, maxPerEpisode = 2, names = false } = options;
+    const { rate, maxPerEpisode = 2, names = false, identity = true, proposals = false } = options;
     if (typeof rate !== 'number' || !Number.isFinite(rate) || rate < 0 || rate > 1) throw new Error(`recovery rate must be a number in [0, 1], got ${String(rate)}`);
     if (!Number.isInteger(maxPerEpisode) || maxPerEpisode < 1) throw new Error(`recovery maxPerEpisode must be a positive integer, got ${String(maxPerEpisode)}`);
     this.max = maxPerEpisode;
     this.names = names;
+    this.identity = identity;
+    this.proposals = proposals;
     this.name = inner.name;
   }
 
   start(context: AgentEpisodeContext): AgentSession {
-    return new RecoverySession(this.inner.start(context), new SynthRng(context.seed).fork('recovery slips'), this.options.rate, this.max, this.names);
+    return new RecoverySession(this.inner.start(context), new SynthRng(context.seed).fork('recovery slips'), this.options.rate, this.max, this.names, this.identity, this.proposals);
   }
 }

@@ -21,17 +21,21 @@ export interface MakeAgentOptions {
   mistakeRate?: number;
   /** The mistake kinds it may make (names from `MISTAKE_KINDS`); default all. Needs `mistakeRate`. */
   mistakeKinds?: readonly string[];
+  /** The expert restates the request in its first reply (`ExpertAgentOptions.restate`). */
+  restate?: boolean;
 }
 
 export function makeAgent(name: string, options: MakeAgentOptions = {}): SynthAgent {
-  const { mistakeRate, mistakeKinds } = options;
+  const { mistakeRate, mistakeKinds, restate } = options;
   if (mistakeKinds !== undefined && mistakeRate === undefined) throw new Error('mistakeKinds needs a mistakeRate');
   if (name === 'expert') {
-    if (mistakeRate === undefined) return new ExpertAgent();
-    return new ExpertAgent({ mistakes: { rate: mistakeRate, ...(mistakeKinds === undefined ? {} : { kinds: parseMistakeKinds(mistakeKinds) }) } });
+    const extra = restate ? { restate: true } : {};
+    if (mistakeRate === undefined) return new ExpertAgent(extra);
+    return new ExpertAgent({ ...extra, mistakes: { rate: mistakeRate, ...(mistakeKinds === undefined ? {} : { kinds: parseMistakeKinds(mistakeKinds) }) } });
   }
   if (name === 'random') {
     if (mistakeRate !== undefined) throw new Error(`The mistake rate is a knob of the 'expert' agent, not of '${name}'`);
+    if (restate) throw new Error(`restate is a knob of the 'expert' agent, not of '${name}'`);
     return new RandomAgent();
   }
   throw new Error(`Unknown agent '${name}' (known: ${AGENT_NAMES.join(', ')})`);

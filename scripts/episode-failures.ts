@@ -1,0 +1,104 @@
+/**
+ * Where held-out episodes go wrong, read from a `longrun eval --out` folder (its `trajectories.jsonl`, and the tasks
+ * file named in its `config.json` for each task's family and requests). Per family:
+ *
+ * - the action the agent first proposed (its first message that asks for a yes/no confirmation), classified by the
+ *   expert's proposal wording ("Here are the details: cancel order …", "Here is the change: pay for order …", …), set
+ *   against the kind of the task's first request: does the agent pick the right action?
+ * - the first tool error of each episode: which tool, which error;
+ * - how the episodes ended.
+ *
+ *   node --import tsx scripts/episode-failures.ts EVAL_DIR [EVAL_DIR …]
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+interface Row {
+  taskId: string;
+  reward: number;
+  terminationReason?: string;
+  messages: { role: string; content?: unknown; toolCalls?: { name: string; arguments: unknown }[] | null; error?: boolean }[];
+}
+
+interface TaskInfo { family: string; firstKind: string }
+
+/** The expert's proposal openings (src/domains/retail/synth/expert.ts), most specific first. */
+const PROPOSALS: [string, RegExp][] = [
+  ['exchange', /details: exchange in order/i],
+  ['modify_items', /details: modify in order/i],
+  ['return', /details: return from order/i],
+  ['cancel', /details: cancel order/i],
+  ['modify_payment', /change: pay for order/i],
+  ['modify_address', /change: set the shipping address/i],
+  ['modify_user_address', /change: update your default address/i],
+];
+
+export function proposalKind(text: string): string {
+  return PROPOSALS.find(([, re]) => re.test(text))?.[0] ?? 'unrecognised';
+}
+
+function readTasks(dir: string): Map<string, TaskInfo> {
+  const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { tasksFile?: string };
+  const path = config.tasksFile;
+  if (typeof path !== 'string' || !existsSync(path)) throw new Error(`${dir}/config.json names no readable tasks file (got ${String(path)})`);
+  const tasks = JSON.parse(readFileSync(path, 'utf8')) as { id: string; longrun?: { family?: string; requests?: { kind?: string }[] } }[];
+  return new Map(tasks.map((t) => [t.id, { family: t.longrun?.family ?? '?', firstKind: t.longrun?.requests?.[0]?.kind ?? '?' }]));
+}
+
+const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${k} ${v}`).join(', ');
+
+function report(dir: string): void {
+  const tasks = readTasks(dir);
+  const rows = readFileSync(join(dir, 'trajectories.jsonl'), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Row);
+  const byFamily = new Map<string, Row[]>();
+  for (const r of rows) {
+    const fam = tasks.get(r.taskId)?.family ?? '?';
+    byFamily.set(fam, [...(byFamily.get(fam) ?? []), r]);
+  }
+  console.log(`\n${dir}: ${rows.length} episodes`);
+  console.log('| family | episodes | mean reward | first proposal = the request | first proposals | first tool errors | ended |');
+  console.log('| --- | ---: | ---: | ---: | --- | --- | --- |');
+  let right = 0;
+  let proposed = 0;
+  for (const [fam, rs] of [...byFamily].sort()) {
+    const kinds = new Map<string, number>();
+    const errors = new Map<string, number>();
+    const ends = new Map<string, number>();
+    let ok = 0;
+    let n = 0;
+    for (const r of rs) {
+      count(ends, r.terminationReason ?? '?');
+      const text = r.messages.find((m) => m.role === 'assistant' && typeof m.content === 'string' && /\(yes\/no\)/.test(m.content));
+      if (text) {
+        const k = proposalKind(String(text.content));
+        count(kinds, k);
+        n++;
+        if (k === tasks.get(r.taskId)?.firstKind) ok++;
+      }
+      for (let i = 0; i < r.messages.length; i++) {
+        const m = r.messages[i]!;
+        if (m.role !== 'tool' || m.error !== true) continue;
+        const call = [...r.messages.slice(0, i)].reverse().find((x) => x.role === 'assistant' && x.toolCalls?.length)?.toolCalls?.[0];
+        count(errors, `${call?.name ?? '?'}: ${String(m.content).slice(0, 28)}`);
+        break;
+      }
+    }
+    // Families whose right outcome is no write (failed_auth, forbidden, info) count only as proposals made.
+    const scored = !['failed_auth', 'forbidden', 'info', 'multi'].includes(fam);
+    if (scored) {
+      right += ok;
+      proposed += n;
+    }
+    const mean = rs.reduce((a, r) => a + r.reward, 0) / rs.length;
+    console.log(`| ${fam} | ${rs.length} | ${mean.toFixed(3)} | ${scored && n > 0 ? `${ok}/${n}` : '—'} | ${top(kinds, 4) || '—'} | ${top(errors, 3) || '—'} | ${top(ends, 3)} |`);
+  }
+  console.log(`first proposals that name the task's action (write families): ${right}/${proposed}`);
+}
+
+const dirs = process.argv.slice(2);
+if (dirs.length === 0) {
+  console.error('usage: node --import tsx scripts/episode-failures.ts EVAL_DIR [EVAL_DIR …]');
+  process.exit(2);
+}
+for (const d of dirs) report(d);
