@@ -106,7 +106,7 @@ const numbers: { nll: number; sure: boolean; orderId: boolean }[] = [];
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 const byTool = new Map<string, { ok: number; calls: number }>();
 /** The action word of each proposal ("Here is the change: pay …", "Here are the details: return …"): the decision. */
-const decisions: { nll: number; word: string }[] = [];
+const decisions: number[] = [];
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
 const scored = a.address ? docs.filter((d) => writesAddress(built.tokenizer.decode([...d.tokens]))).slice(-n) : docs.slice(-n);
 if (scored.length === 0) throw new Error('copy-nll: no document to score');
@@ -136,8 +136,7 @@ for (const d of scored) {
   for (let i = 0; i < x.targets.length; i++) {
     if (!x.assistantMask[i]) continue;
     if (/(Here is the change|Here are the details): $/.test(text.slice(Math.max(0, starts[i] - 24), starts[i]))) {
-      const word = built.tokenizer.decode([x.targets[i]]);
-      decisions.push({ nll: -r.logprobs[i], word });
+      decisions.push(-r.logprobs[i]);
       if (a.show === 'decisions') show('decision', i);
     }
     const call = calls.find((c) => starts[i] >= c.start && starts[i] < c.end);
@@ -201,8 +200,8 @@ console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length,
   digitNllByPlace: digitRun.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitTokensByPlace: digitRun.map((b) => b.tokens),
   ...numberSummary(), orderIdDigitNll: orderIdDigits.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
   nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others,
-  decisions: decisions.length, decisionNll: decisions.length === 0 ? null : Number((decisions.reduce((t, d) => t + d.nll, 0) / decisions.length).toFixed(3)),
-  decisionSure: decisions.length === 0 ? null : Number((decisions.filter((d) => d.nll < Math.log(2)).length / decisions.length).toFixed(3)) }));
+  decisions: decisions.length, decisionNll: decisions.length === 0 ? null : Number((decisions.reduce((t, d) => t + d, 0) / decisions.length).toFixed(3)),
+  decisionSure: decisions.length === 0 ? null : Number((decisions.filter((d) => d < Math.log(2)).length / decisions.length).toFixed(3)) }));
 
 /** `numberNll`, `orderIdNll`: mean summed NLL per number and per order id; `numberSure`, `orderIdSure`: the share with every token at p > 0.5. */
 function numberSummary() {

@@ -38,6 +38,7 @@ export function proposalKind(text: string): string {
 }
 
 function readTasks(dir: string): Map<string, TaskInfo> {
+  for (const f of ['config.json', 'trajectories.jsonl']) if (!existsSync(join(dir, f))) throw new Error(`${dir} is not a \`longrun eval --out\` folder: it has no ${f}`);
   const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { tasksFile?: string };
   const path = config.tasksFile;
   if (typeof path !== 'string' || !existsSync(path)) throw new Error(`${dir}/config.json names no readable tasks file (got ${String(path)})`);
@@ -54,7 +55,9 @@ function report(dir: string): void {
   const byFamily = new Map<string, Row[]>();
   for (const r of rows) {
     const fam = tasks.get(r.taskId)?.family ?? '?';
-    byFamily.set(fam, [...(byFamily.get(fam) ?? []), r]);
+    const list = byFamily.get(fam) ?? [];
+    list.push(r);
+    byFamily.set(fam, list);
   }
   console.log(`\n${dir}: ${rows.length} episodes`);
   console.log('| family | episodes | mean reward | first proposal = the request | first proposals | first tool errors | ended |');
@@ -84,7 +87,8 @@ function report(dir: string): void {
         break;
       }
     }
-    // Families whose right outcome is no write (failed_auth, forbidden, info) count only as proposals made.
+    // The right action is the first request's only in single-request write families: failed_auth, forbidden and info
+    // tasks call for no write, multi tasks for several, so their proposals are listed but not scored.
     const scored = !['failed_auth', 'forbidden', 'info', 'multi'].includes(fam);
     if (scored) {
       right += ok;

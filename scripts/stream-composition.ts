@@ -1,6 +1,7 @@
 /**
  * What a retail stream's steps train on: tokens generated and tokens kept in the step's rows, by kind of document
- * (conversation, identity drill, write drill, copy drill), for the stream of an SFT run file.
+ * (conversation, identity drill, write drill, copy drill), for the stream of an SFT run file, and the requests the
+ * conversations make (the kind of each one's first user message, as the expert reads it), summed over the steps.
  *
  *   node --import tsx scripts/stream-composition.ts --config RUN.yaml [--steps 5,77]
  *
@@ -10,6 +11,7 @@
 import { parseArgs } from 'node:util';
 import { loadRun } from '../src/recipes/load-run.ts';
 import { parseRetailStream, RetailStream } from '../src/recipes/retail/stream.ts';
+import { detectKind } from '../src/domains/retail/synth/expert-parse.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, steps: { type: 'string', default: '5,77' } } });
 if (!a.config) throw new Error('usage: --config RUN.yaml [--steps 5,77]');
@@ -20,6 +22,7 @@ if (run.sft?.stream === undefined || !built.conversation) throw new Error(`${a.c
 const seqLen = Number((run.sft.config as { seqLen?: number } | undefined)?.seqLen ?? 6144);
 const rowsPerStep = Number((run.sft.config as { rowsPerStep?: number } | undefined)?.rowsPerStep ?? 3);
 const stream = new RetailStream(parseRetailStream(run.sft.stream), { format: built.deps.format, tokenizer: built.tokenizer, conversation: built.conversation, seqLen, rowsPerStep });
+const requests = new Map<string, number>();
 const WRITE = /to=functions\.(cancel_pending_order|modify_pending_order_\w+|modify_user_address|return_delivered_order_items|exchange_delivered_order_items)/;
 for (const step of steps) {
   const d = await stream.stepData(step);
@@ -28,8 +31,14 @@ for (const step of steps) {
   const kinds = d.docs.map((doc) => {
     const before = seen;
     seen += doc.tokens.length;
-    if (before < conv) return 'conversation';
     const text = built.tokenizer.decode([...doc.tokens]);
+    if (before < conv) {
+      const first = /<\|start\|>user<\|message\|>([^]*?)<\|end\|>/.exec(text)?.[1] ?? '';
+      const kind = detectKind(first);
+      const name = kind === null ? 'none' : typeof kind === 'object' ? `info ${kind.info}` : kind;
+      requests.set(name, (requests.get(name) ?? 0) + 1);
+      return 'conversation';
+    }
     if (!text.startsWith('<|start|>')) return 'copy';
     return WRITE.test(text) ? 'write' : /to=functions\.get_order_details/.test(text) ? 'lookup' : 'identity';
   });
@@ -49,3 +58,5 @@ for (const step of steps) {
   if (stream.lastStats!.drillKept) console.log(`  drill tokens kept, as the stream counts them: ${JSON.stringify(stream.lastStats!.drillKept)}`);
   for (const [k, t] of Object.entries(table)) console.log(`  ${k.padEnd(12)} generated ${String(t.generated).padStart(6)}  kept ${String(t.kept).padStart(6)} (${(100 * t.kept / keptTotal).toFixed(1)} % of kept)  ${t.docs}`);
 }
+const total = [...requests.values()].reduce((a, b) => a + b, 0);
+console.log(`conversations of the ${steps.length} steps by first request (${total}): ${[...requests].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}`);

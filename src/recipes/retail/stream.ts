@@ -118,7 +118,7 @@ export const RetailStreamSchema = z.object({
   /**
    * The order of the families in each world's task list. A step takes its conversations from the front of the list
    * (one at a time until their share is filled, usually 3–4 of them), and the generator deals the families in list
-   * order, so unset every step trained on the first four families (cancel, modify_items, modify_address,
+   * order, so unset every step trained on the first three or four families (cancel, modify_items, modify_address,
    * modify_payment) and never on a return, an exchange, an info question, a forbidden request, a failed
    * authentication or a multi-request conversation, except as drills. `rotate` starts each world's list at a seeded
    * family, so every family comes first as often. Unset keeps the data of runs made before this option bit for bit.

@@ -144,7 +144,7 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     const ctx = await context();
     const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 }, recovery: { rate: 0.5, names: true } };
     const plain = new RetailStream(parseRetailStream(base), ctx);
-    const explicit = new RetailStream(parseRetailStream({ ...base, expert: { mistakeRate: 0, restate: false }, recovery: { ...base.recovery, identity: true } }), ctx);
+    const explicit = new RetailStream(parseRetailStream({ ...base, expert: { mistakeRate: 0, restate: false }, recovery: { ...base.recovery, identity: true, proposals: false } }), ctx);
     assert.equal(explicit.fingerprint, plain.fingerprint, 'the defaults leave the fingerprint of a stream written before them');
     const on = new RetailStream(parseRetailStream({ ...base, expert: { restate: true }, recovery: { ...base.recovery, identity: false } }), ctx);
     assert.notEqual(on.fingerprint, plain.fingerprint);

@@ -17,7 +17,7 @@ import type { Message } from '../../../tooluse/messages.ts';
 import type { AgentToolCall, AgentTurn } from '../../../tooluse/orchestrator.ts';
 import type { AgentEpisodeContext, AgentNotes, AgentSession, SlipRecord, SynthAgent } from './agent.ts';
 import { FIRST_NAMES, LAST_NAMES } from './catalog-data.ts';
-import { CONFIRM_MARKER } from './protocol.ts';
+import { allMatches, CONFIRM_MARKER, ORDER_ID_PATTERN, PAYMENT_ID_PATTERN } from './protocol.ts';
 import { SynthRng } from './rng.ts';
 
 export interface RecoveryOptions {
@@ -54,7 +54,6 @@ const IDENTITY_LOOKUPS = ['find_user_id_by_email', 'find_user_id_by_name_zip'];
 export const SLIPPING_TOOLS = ['find_user_id_by_email', 'find_user_id_by_name_zip', 'get_user_details', 'get_order_details', 'get_product_details'] as const;
 
 
-const ORDER_ID = /#W\d{7}/g;
 const TEN_DIGITS = /\b\d{10}\b/g;
 
 /** The string with the character at a random position of class `re` replaced by another of its class. */
@@ -86,12 +85,12 @@ export function wrongProposal(rng: SynthRng, text: string, payments: ReadonlySet
     const other = verb[1] === 'exchange' ? 'modify' : 'exchange';
     options.push({ text: text.replace(verb[0], `Here are the details: ${other} in order`), detail: `${other} for ${verb[1]}` });
   }
-  const order = /#W\d{7}/.exec(text)?.[0];
+  const order = allMatches(text, ORDER_ID_PATTERN)[0];
   if (order) {
     const off = digitOff(rng, order.slice(2));
     if (off !== null) options.push({ text: text.replaceAll(order, `#W${off}`), detail: `order #W${off} for ${order}` });
   }
-  const pm = /\b(?:credit_card|gift_card|paypal)_\d{7}\b/.exec(text)?.[0];
+  const pm = allMatches(text, PAYMENT_ID_PATTERN)[0];
   const others = [...payments].filter((p) => p !== pm);
   if (pm && others.length > 0) {
     const other = rng.pick(others);
@@ -203,10 +202,10 @@ class RecoverySession implements AgentSession {
   }
 
   private read(content: string): void {
-    for (const id of content.match(ORDER_ID) ?? []) this.seen.orders.add(id);
+    for (const id of allMatches(content, ORDER_ID_PATTERN)) this.seen.orders.add(id);
     for (const id of content.match(TEN_DIGITS) ?? []) this.seen.tenDigit.add(id);
     for (const m of content.matchAll(/"item_id":\s*"(\d{10})"/g)) this.seen.itemIds.add(m[1]!);
-    if (this.proposals) for (const id of content.match(/\b(?:credit_card|gift_card|paypal)_\d{7}\b/g) ?? []) this.seen.payments.add(id);
+    if (this.proposals) for (const id of allMatches(content, PAYMENT_ID_PATTERN)) this.seen.payments.add(id);
   }
 }
 
