@@ -100,6 +100,7 @@ async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) 
     },
     onEval: (m) => print(`sft eval at step ${m.step}: held-out loss ${m.evalLoss.toFixed(4)} over ${m.evalTokens} tokens`),
   });
+  if (result.stoppedByBudget) print(`sft: stopped at step ${result.steps}: ${result.trainSeconds.toFixed(0)} s of training steps reached sft.config.maxWallSeconds ${config.maxWallSeconds}`);
   print(`sft: ${result.steps} steps, ${result.tokensSeen} tokens, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}${result.finalEvalLoss !== null ? `, held-out ${result.finalEvalLoss.toFixed(4)}` : ''}`);
   await afterSft(run, built, result.checkpointDir);
 }

@@ -20,6 +20,10 @@
  * rows not kept are dropped from it before any forward, so the denominators count only kept rows and the policy never
  * scores the others. A mini-batch with no kept row takes no optimizer step at all (not a zero-gradient step, which
  * AdamW's momentum and weight decay would still turn into a move).
+ *
+ * Zero-advantage rows (`actor.skipZeroAdvantageRows`): when a row's gradient is exactly zero (advantage 0 on every
+ * token, a loss proportional to the advantage, no KL loss or entropy bonus) it is not scored at all, but it stays in
+ * the mini-batch's denominators, so the optimizer step is the one the whole mini-batch would take.
  */
 import type { Batch } from '../rollout/batch.ts';
 import { aggregateLoss, aggregationDenominators, type AggregationDenominators } from './aggregate.ts';
@@ -42,6 +46,9 @@ export interface ActorUpdateOptions {
 
 /** One mini-batch's loss terms (its aggregates, summed over its micro-batches) and the token-weighted PPO statistics. */
 interface MiniBatchStats {
+  /** Rows scored (forward and backward) of the mini-batch's rows. */
+  scoredRows: number;
+  rows: number;
   pgLoss: number;
   klLoss: number;
   entropy: number;
@@ -80,6 +87,7 @@ export async function updateActor(policy: Policy, batch: Batch, o: ActorUpdateOp
     'actor/optimizer_steps': perStep.length,
     'actor/micro_batches': perStep.reduce((x, s) => x + s.micro, 0),
     'actor/skipped_steps': skipped,
+    'actor/scored_rows_share': perStep.reduce((x, s) => x + s.scoredRows, 0) / Math.max(1, perStep.reduce((x, s) => x + s.rows, 0)),
   };
   if (a.useKlLoss) out['actor/kl_loss'] = avg((s) => s.klLoss);
   if (a.entropyCoeff !== 0) out['actor/entropy_loss'] = avg((s) => s.entropy);
@@ -106,14 +114,19 @@ export function miniBatchIndices(rows: number, miniBatchRows: number, keep?: Arr
 async function accumulateMiniBatch(policy: Policy, mini: Batch, o: ActorUpdateOptions): Promise<MiniBatchStats> {
   const R = mini.tensor('responses').shape[1];
   const denominators = aggregationDenominators(mini.tensor('response_mask').data, mini.size, R);
-  const s: MiniBatchStats = { pgLoss: 0, klLoss: 0, entropy: 0, clipFrac: 0, clipFracLower: 0, ppoKl: 0, micro: 0 };
-  for (const micro of microBatches(mini, o.actor)) {
+  const scored = scoredRows(mini, o.actor);
+  const s: MiniBatchStats = { scoredRows: scored.length, rows: mini.size, pgLoss: 0, klLoss: 0, entropy: 0, clipFrac: 0, clipFracLower: 0, ppoKl: 0, micro: 0 };
+  if (scored.length === 0) return s;
+  const work = scored.length === mini.size ? mini : mini.select({ indices: scored });
+  let scoredTokens = 0;
+  for (const x of work.tensor('response_mask').data) scoredTokens += x;
+  for (const micro of microBatches(work, o.actor)) {
     const m = await microBatchBackward(policy, micro, denominators, o);
     s.pgLoss += m.pgLoss;
     s.klLoss += m.klLoss;
     s.entropy += m.entropy;
-    // PPO statistics are token means over the mini-batch: each micro-batch weighs in by its share of the tokens.
-    const share = denominators.tokens > 0 ? m.tokens / denominators.tokens : 0;
+    // PPO statistics are token means over the scored rows: each micro-batch weighs in by its share of their tokens.
+    const share = scoredTokens > 0 ? m.tokens / scoredTokens : 0;
     s.clipFrac += share * m.clipFrac;
     s.clipFracLower += share * m.clipFracLower;
     s.ppoKl += share * m.ppoKl;
@@ -121,6 +134,25 @@ async function accumulateMiniBatch(policy: Policy, mini: Batch, o: ActorUpdateOp
   }
   return s;
 }
+
+/**
+ * The rows of a mini-batch to score: all of them, unless `skipZeroAdvantageRows` applies (a policy loss proportional
+ * to the advantage, no KL loss, no entropy bonus), in which case the rows with a non-zero advantage on some response
+ * token.
+ */
+export function scoredRows(mini: Batch, a: TrainerConfig['actor']): number[] {
+  const all = Array.from({ length: mini.size }, (_, i) => i);
+  if (!a.skipZeroAdvantageRows || a.useKlLoss || a.entropyCoeff !== 0 || !ADVANTAGE_LINEAR.has(a.policyLoss)) return all;
+  const adv = mini.tensor('advantages').data, mask = mini.tensor('response_mask').data;
+  const R = mini.tensor('responses').shape[1];
+  return all.filter((i) => {
+    for (let t = 0; t < R; t++) if (mask[i * R + t] && adv[i * R + t] !== 0) return true;
+    return false;
+  });
+}
+
+/** Policy losses whose gradient is the advantage times something finite: a row with advantage 0 adds exactly 0. */
+const ADVANTAGE_LINEAR: ReadonlySet<string> = new Set(['vanilla', 'gspo']);
 
 async function microBatchBackward(policy: Policy, micro: Batch, denominators: AggregationDenominators, o: ActorUpdateOptions) {
   const a = o.actor;

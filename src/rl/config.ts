@@ -21,6 +21,18 @@ export const TrainerConfigSchema = z.object({
     trainBatchSize: z.number().int().positive(),
     /** Prompts per generation round with dynamic sampling: `data.gen_batch_size` (default trainBatchSize). */
     genBatchSize: z.number().int().positive().optional(),
+    /**
+     * Which training tasks a step gets. `shuffle` (default): seeded shuffled passes over the task list. `learnable`:
+     * tasks drawn by kind (the trainer's `taskFamily`), each kind weighted by its share of the tasks times
+     * (floor + its estimated share of informative groups, rewards not all equal), so kinds the policy always or never
+     * solves are seldom generated (src/rl/task-sampler.ts).
+     */
+    sampling: z.object({
+      mode: z.enum(['shuffle', 'learnable']).default('shuffle'),
+      floor: z.number().positive().default(0.1),
+      decay: z.number().gt(0).max(1).default(0.8),
+      prior: z.number().positive().default(2),
+    }).strict().default({ mode: 'shuffle', floor: 0.1, decay: 0.8, prior: 2 }),
   }).strict(),
   rollout: z.object({
     /** Samples per prompt: `rollout.n`. */
@@ -84,6 +96,15 @@ export const TrainerConfigSchema = z.object({
     useKlLoss: z.boolean().default(false),
     klLossCoef: z.number().min(0).default(0.001),
     klLossType: klType.default('low_var_kl'),
+    /**
+     * Skips the forward and backward of rows whose advantage is 0 on every response token when their gradient is
+     * exactly zero: a policy loss proportional to the advantage ('vanilla', 'gspo'), no KL loss, no entropy bonus.
+     * The aggregation denominators still count them (the update is the same, up to float summation order), and an
+     * optimizer step is still taken for a mini-batch that has none left. GRPO's all-equal groups are such rows; with
+     * half the groups all equal, half the update's compute. The PPO statistics (`actor/pg_clipfrac`, `actor/ppo_kl`)
+     * are then token means over the scored rows.
+     */
+    skipZeroAdvantageRows: z.boolean().default(true),
   }).strict().prefault({}),
   algorithm: z.object({
     /**
@@ -160,6 +181,12 @@ export const TrainerConfigSchema = z.object({
   }).strict().prefault({}),
   trainer: z.object({
     totalSteps: z.number().int().positive(),
+    /**
+     * A training-time budget in seconds: the run stops after the first step that brings the summed `timing/step` of
+     * its steps (resumed ones included) to the budget, and checkpoints there (when `checkpointDir` is set). Validation
+     * time is not counted. Lets GRPO and its baselines be compared at the same wall time. Unset: no budget.
+     */
+    maxWallSeconds: z.number().positive().optional(),
     seed: z.number().int().min(0).default(0),
     /** Validate every N steps (0: never; also once before training when > 0 and `valBeforeTrain`). */
     testFreq: z.number().int().min(0).default(0),

@@ -44,6 +44,12 @@ export const SftConfigSchema = z
     rowsPerStep: z.number().int().min(1).default(4),
     /** Total optimizer steps (cycling through epochs); default: epochs × steps per epoch. */
     steps: z.number().int().min(1).optional(),
+    /**
+     * Wall-time budget: the run ends (checkpoint, eval, OUT/model) after the step that brings its summed step time —
+     * data, forward, backward, update, resumed steps included; evals and checkpoints not — to this many seconds. The
+     * schedule still spans `steps`, so a budgeted baseline trains exactly as the unbudgeted run would up to there.
+     */
+    maxWallSeconds: z.number().positive().optional(),
     epochs: z.number().int().min(1).default(1),
     lr: z.number().positive().default(3e-3),
     warmupSteps: z.number().int().min(0).default(0),
@@ -117,6 +123,8 @@ export interface SftStepMetrics {
   peakBytes: number;
   /** Seconds spent building the step's documents (streamed sources). */
   dataSeconds?: number;
+  /** Wall seconds of the whole step (data included); absent in rows written before it was logged. */
+  seconds?: number;
 }
 
 export interface SftEvalMetrics {
@@ -174,6 +182,10 @@ export interface SftResult {
   /** OUT/model (plain HF-style checkpoint), written when training finished all steps in process (null on a backend). */
   modelDir: string | null;
   stoppedEarly: boolean;
+  /** The run ended on `maxWallSeconds` (a finished run: OUT/model is written, `stoppedEarly` is false). */
+  stoppedByBudget: boolean;
+  /** Summed step seconds, resumed steps included. */
+  trainSeconds: number;
   rows: number;
   evalDocuments: number;
 }
@@ -348,6 +360,8 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   let step = 0, tokensSeen = 0, skippedSteps = 0;
   let lastLoss: number | null = null;
   let lastEvalStep = -1;
+  /** Summed step seconds (resumed rows included): what `maxWallSeconds` is measured against. */
+  let trainSeconds = 0;
   if (loaded) {
     if ('restore' in loaded) await loaded.restore(backend!);
     else loaded.apply(model, opt!);
@@ -360,8 +374,9 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
       const kept = readFileSync(metricsPath, 'utf8').split('\n').filter((line) => {
         if (line.trim() === '') return false;
         try {
-          const m = JSON.parse(line) as { step?: number; type?: string };
+          const m = JSON.parse(line) as { step?: number; type?: string; seconds?: number; tokens?: number; tokensPerSec?: number };
           if (m.type === 'eval' && m.step === step) lastEvalStep = step;
+          if (m.step! <= step && m.type === 'train') trainSeconds += m.seconds ?? (m.tokens && m.tokensPerSec ? m.tokens / m.tokensPerSec : 0);
           return m.step! <= step;
         } catch {
           return false;
@@ -399,9 +414,11 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   }, Presets.shades_classic);
   bar?.start(totalSteps, step, { loss: lastLoss?.toFixed(4) ?? '-', lr: '-', tps: '-' });
   const stopAt = Math.min(totalSteps, options.stopAfterStep ?? totalSteps);
+  const budgetSpent = () => config.maxWallSeconds !== undefined && trainSeconds >= config.maxWallSeconds;
   let stoppedEarly = false;
+  let stoppedByBudget = budgetSpent();
   try {
-    while (step < stopAt) {
+    while (step < stopAt && !stoppedByBudget) {
       const t0 = performance.now();
       const data = await plan.stepData(step);
       const dataSeconds = (performance.now() - t0) / 1000;
@@ -444,17 +461,19 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
       tokensSeen += tokens;
       lastLoss = loss;
       const seconds = (performance.now() - t0) / 1000;
+      trainSeconds += seconds;
       const m: SftStepMetrics = {
         type: 'train', step, epoch, loss, ...(contextCount > 0 ? { contextLoss: contextNll / contextCount } : {}), lr, gradNorm, skipped, tokens, lossTokens: A, paddedTokens: padded, microBatches: inputs.length, tokensSeen,
-        tokensPerSec: seconds > 0 ? tokens / seconds : 0, peakBytes, ...(streamed ? { dataSeconds } : {}),
+        tokensPerSec: seconds > 0 ? tokens / seconds : 0, peakBytes, ...(streamed ? { dataSeconds } : {}), seconds,
       };
       history.push(m);
       log(m);
       options.onStep?.(m);
       bar?.update(step, { loss: loss.toFixed(4), lr: lr.toExponential(2), tps: m.tokensPerSec.toFixed(0) });
       const aborted = options.signal?.aborted ?? false;
-      const last = step === stopAt || aborted;
-      if ((config.evalEvery > 0 && step % config.evalEvery === 0) || step === totalSteps) await runEval();
+      stoppedByBudget = step < totalSteps && budgetSpent();
+      const last = step === stopAt || aborted || stoppedByBudget;
+      if ((config.evalEvery > 0 && step % config.evalEvery === 0) || step === totalSteps || stoppedByBudget) await runEval();
       if ((config.checkpointEvery > 0 && step % config.checkpointEvery === 0) || last) {
         checkpointDir = backend ? await writeBackendCheckpoint(ckptRoot, backend, stateNow(), config.keepCheckpoints) : writeCheckpoint(ckptRoot, model, opt!, stateNow(), config.keepCheckpoints);
       }
@@ -465,13 +484,13 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
       // Let signal handlers and I/O run between steps.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    if (step < totalSteps) stoppedEarly = true;
+    if (step < totalSteps && !stoppedByBudget) stoppedEarly = true;
   } finally {
     bar?.stop();
     opt?.dispose();
   }
   let modelDir: string | null = null;
-  if (step === totalSteps) {
+  if (step === totalSteps || stoppedByBudget) {
     if (!backend) {
       modelDir = join(outDir, 'model');
       saveModel(modelDir, model);
@@ -480,7 +499,7 @@ export async function runSft(configInput: SftConfigInput | SftConfig, options: S
   }
   return {
     steps: step, totalSteps, stepsPerEpoch: plan.stepsPerEpoch, history, evals, finalLoss: lastLoss, finalEvalLoss: evals.at(-1)?.evalLoss ?? null,
-    tokensSeen, skippedSteps, resumedFromStep: loaded?.state.step ?? null, checkpointDir, modelDir, stoppedEarly, rows: plan instanceof SftPlan ? plan.rows.length : step * config.rowsPerStep,
+    tokensSeen, skippedSteps, resumedFromStep: loaded?.state.step ?? null, checkpointDir, modelDir, stoppedEarly, stoppedByBudget, trainSeconds, rows: plan instanceof SftPlan ? plan.rows.length : step * config.rowsPerStep,
     evalDocuments: sets.eval.length,
   };
 }

@@ -37,6 +37,7 @@ import { applyKlInReward } from './kl.ts';
 import type { Policy } from './policy.ts';
 import { rolloutIsWeights } from './policy-loss.ts';
 import { transcript } from './transcript.ts';
+import { LearnableTaskSampler, type TaskSamplerState } from './task-sampler.ts';
 import type { Batch } from '../rollout/batch.ts';
 
 export interface TrainerDeps {
@@ -72,6 +73,8 @@ interface GrpoTrainerState {
   order: number[];
   cursor: number;
   epoch: number;
+  /** The learnable sampler's estimates, orders and cursors (`data.sampling.mode: learnable`). */
+  sampler?: TaskSamplerState;
 }
 
 const TRAINER_STATE_FORMAT = 'longrun-grpo-trainer-v1';
@@ -121,7 +124,9 @@ export class GrpoTrainer {
   readonly config: TrainerConfig;
   private readonly deps: TrainerDeps;
   private readonly rng: XoshiroRng;
-  private state: Omit<GrpoTrainerState, 'rng'>;
+  private state: Omit<GrpoTrainerState, 'rng' | 'sampler'>;
+  /** Set with `data.sampling.mode: learnable`; otherwise tasks come in shuffled passes (`nextTasks`). */
+  private readonly sampler: LearnableTaskSampler | null;
   /** Per-step metrics, also written to the JSONL file. */
   readonly history: Metrics[] = [];
   readonly validations: Metrics[] = [];
@@ -132,6 +137,8 @@ export class GrpoTrainer {
     if (deps.trainTasks.length === 0) throw new Error('trainer: no training tasks');
     this.rng = new XoshiroRng(this.config.trainer.seed);
     this.state = { step: 0, order: [], cursor: 0, epoch: 0 };
+    const sampling = this.config.data.sampling;
+    this.sampler = sampling.mode === 'learnable' ? new LearnableTaskSampler(deps.trainTasks, (id) => deps.taskFamily?.(id), sampling) : null;
   }
 
   get step(): number {
@@ -156,6 +163,7 @@ export class GrpoTrainer {
 
   /** The next `count` training tasks: shuffled passes over the task list (seeded, resumable). */
   private nextTasks(count: number): string[] {
+    if (this.sampler) return this.sampler.next(count, this.rng);
     const out: string[] = [];
     while (out.length < count) {
       if (this.state.cursor >= this.state.order.length) {
@@ -202,7 +210,9 @@ export class GrpoTrainer {
         onTrajectory: (_t, done) => bar?.update(done),
       });
       bar?.stop();
-      return groups.map((g) => ({ ...g, shaped: g.trajectories.map((t) => this.shapedReward(t)) }));
+      const shapedGroups = groups.map((g) => ({ ...g, shaped: g.trajectories.map((t) => this.shapedReward(t)) }));
+      this.sampler?.update(shapedGroups.map((g) => ({ taskId: g.taskId, informative: !g.shaped.every((r) => r === g.shaped[0]) })));
+      return shapedGroups;
     };
     const fg = c.algorithm.filterGroups;
     if (!fg.enable) return { groups: await round(0, c.data.trainBatchSize), genMetrics: {} };
@@ -323,6 +333,7 @@ export class GrpoTrainer {
       ...update,
       ...extra,
       ...genMetrics,
+      ...(this.sampler ? Object.fromEntries(Object.entries(this.sampler.estimates()).map(([k, v]) => [`sampler/informative/${k || 'all'}`, v])) : {}),
       ...timer.seconds,
     };
     if (old.entropy) metrics['actor/entropy'] = aggregateLoss(old.entropy, mask, B, R, 'token-mean').value;
@@ -388,13 +399,29 @@ export class GrpoTrainer {
     }
     const bar = t.progress ? new cliProgress.SingleBar({ format: '{phase} [{bar}] {value}/{total} episodes', hideCursor: true }, cliProgress.Presets.shades_classic) : null;
     if (t.testFreq > 0 && t.valBeforeTrain && this.state.step === 0) this.report(await this.validate());
-    while (this.state.step < t.totalSteps) {
+    while (this.state.step < t.totalSteps && !this.budgetSpent()) {
       const m = await this.trainStep(bar);
       this.report(m);
-      if (t.testFreq > 0 && (this.state.step % t.testFreq === 0 || this.state.step === t.totalSteps)) this.report(await this.validate());
-      if (t.saveFreq > 0 && t.checkpointDir && (this.state.step % t.saveFreq === 0 || this.state.step === t.totalSteps)) await this.saveCheckpoint(t.checkpointDir);
+      const last = this.state.step === t.totalSteps || this.budgetSpent();
+      if (t.testFreq > 0 && (this.state.step % t.testFreq === 0 || last)) this.report(await this.validate());
+      if (t.checkpointDir && ((t.saveFreq > 0 && this.state.step % t.saveFreq === 0) || (last && (t.saveFreq > 0 || t.maxWallSeconds !== undefined)))) {
+        await this.saveCheckpoint(t.checkpointDir);
+      }
+    }
+    if (this.budgetSpent() && this.state.step < t.totalSteps) {
+      this.deps.log?.(`stopped at step ${this.state.step}: ${this.trainSeconds().toFixed(0)} s of training steps reached trainer.maxWallSeconds ${t.maxWallSeconds}`);
     }
     return { history: this.history, validations: this.validations };
+  }
+
+  /** Summed `timing/step` of every step so far (a resumed run's history included). */
+  trainSeconds(): number {
+    return this.history.reduce((a, m) => a + (m['timing/step'] ?? 0), 0);
+  }
+
+  private budgetSpent(): boolean {
+    const max = this.config.trainer.maxWallSeconds;
+    return max !== undefined && this.trainSeconds() >= max;
   }
 
   private report(m: Metrics): void {
@@ -453,7 +480,7 @@ export class GrpoTrainer {
   async saveCheckpoint(dir: string): Promise<string> {
     const stepDir = join(dir, checkpointDirName(this.state.step));
     mkdirSync(stepDir, { recursive: true });
-    const state: GrpoTrainerState & { format: string } = { format: TRAINER_STATE_FORMAT, ...this.state, rng: this.rng.state() };
+    const state: GrpoTrainerState & { format: string } = { format: TRAINER_STATE_FORMAT, ...this.state, rng: this.rng.state(), ...(this.sampler ? { sampler: this.sampler.saveState() } : {}) };
     writeFileSync(join(stepDir, 'trainer.json'), JSON.stringify({ ...state, history: this.history, validations: this.validations }));
     await this.deps.policy.saveCheckpoint(join(stepDir, 'policy'));
     writeFileSync(join(dir, 'latest'), String(this.state.step));
@@ -478,6 +505,10 @@ export class GrpoTrainer {
     if (raw?.format !== TRAINER_STATE_FORMAT) throw new Error(`${file} is not a ${TRAINER_STATE_FORMAT} checkpoint`);
     this.state = { step: raw.step, order: raw.order, cursor: raw.cursor, epoch: raw.epoch };
     this.rng.setState(raw.rng);
+    if (this.sampler) {
+      if (raw.sampler) this.sampler.loadState(raw.sampler);
+      else this.deps.log?.(`checkpoint ${stepDir} has no task-sampler state (it was written with data.sampling.mode shuffle): the learnable sampler starts afresh`);
+    }
     this.history.splice(0, this.history.length, ...raw.history);
     this.validations.splice(0, this.validations.length, ...raw.validations);
     const configuredLr = this.deps.policy.learningRate;

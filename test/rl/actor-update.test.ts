@@ -65,3 +65,41 @@ describe('actor update: mini-batch denominators (the same update however the min
     });
   }
 });
+
+describe('actor update: zero-advantage rows (skipZeroAdvantageRows)', () => {
+  for (const policyLoss of ['vanilla', 'gspo'] as const) {
+    it(`${policyLoss}: rows with advantage 0 are not scored, and the update is the one that scores every row`, async () => {
+      const { batch, vocab } = await seededBatch(SEED, { reference: true });
+      const B = batch.size, R = batch.tensor('responses').shape[1];
+      // GRPO's all-equal groups: rows 3–5 (the second group) get advantage 0 on every token.
+      const adv = Float32Array.from(batch.tensor('advantages').data);
+      for (let i = 3; i < 6; i++) adv.fill(0, i * R, (i + 1) * R);
+      batch.setTensor('advantages', adv, [B, R]);
+      const actor = { policyLoss, useKlLoss: false, entropyCoeff: 0, ppoMicroBatchSize: 1 };
+      const all = await update(batch, vocab, { ...actor, skipZeroAdvantageRows: false });
+      const skip = await update(batch, vocab, actor);
+      assert.equal(all.metrics['actor/micro_batches'], B);
+      assert.equal(skip.metrics['actor/micro_batches'], B - 3, 'one micro-batch a scored row');
+      assert.equal(skip.metrics['actor/scored_rows_share'], (B - 3) / B);
+      assert.equal(all.metrics['actor/scored_rows_share'], 1);
+      assert.ok(Math.abs(skip.metrics['actor/pg_loss'] - all.metrics['actor/pg_loss']) <= 1e-6 * Math.max(1, Math.abs(all.metrics['actor/pg_loss'])));
+      for (const [name, g] of all.grads) {
+        const scale = maxAbs(g);
+        assert.ok(scale > 0, `${name} has a gradient`);
+        assert.ok(maxDiff(skip.grads.get(name)!, g) <= 1e-5 * scale, `gradient of ${name}: max diff ${maxDiff(skip.grads.get(name)!, g)} at scale ${scale}`);
+      }
+      // A KL loss gives zero-advantage rows a gradient: every row is scored then.
+      const withKl = await update(batch, vocab, { ...actor, useKlLoss: true });
+      assert.equal(withKl.metrics['actor/scored_rows_share'], 1);
+    });
+  }
+
+  it('a mini-batch whose rows all have advantage 0 still takes its optimizer step, without any forward', async () => {
+    const { batch, vocab } = await seededBatch(SEED);
+    batch.setTensor('advantages', new Float32Array(batch.tensor('advantages').data.length), batch.tensor('advantages').shape);
+    const r = await update(batch, vocab, { useKlLoss: false, entropyCoeff: 0 });
+    assert.equal(r.metrics['actor/micro_batches'], 0);
+    assert.equal(r.metrics['actor/optimizer_steps'], 1);
+    assert.equal(r.metrics['actor/grad_norm'], 0);
+  });
+});

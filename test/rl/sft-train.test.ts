@@ -70,6 +70,7 @@ test('exact resume: N steps + resume + the rest equals one uninterrupted run, bi
       const m = JSON.parse(l) as Record<string, unknown>;
       delete m.tokensPerSec;
       delete m.peakBytes;
+      delete m.seconds;
       return m;
     });
     assert.deepEqual(strip(join(dir, 'b', 'metrics.jsonl')), strip(join(dir, 'a', 'metrics.jsonl')));
@@ -140,6 +141,40 @@ test('bad data and models are rejected before anything is written', async () => 
     await assert.rejects(runSft(base, { model: frozen, data: docs, outDir: join(dir, 'x'), quiet: true }), /no gradient buffers/);
     assert.ok(!existsSync(join(dir, 'x')));
     frozen.dispose();
+    model.dispose();
+  });
+});
+
+test('maxWallSeconds ends the run after the step that spends it: checkpoint, eval, model; a resume past the budget trains no more', async () => {
+  await withTempDir(async (dir) => {
+    const out = join(dir, 'budget');
+    const config: SftConfigInput = { ...base, maxWallSeconds: 1e-6 };
+    const model = new GptOssModel(cfg, { seed: 1 });
+    const r = await runSft(config, { model, data: docs, outDir: out, quiet: true });
+    assert.equal(r.steps, 1);
+    assert.equal(r.totalSteps, 7);
+    assert.ok(r.stoppedByBudget);
+    assert.equal(r.stoppedEarly, false);
+    assert.ok(r.trainSeconds > 0 && r.trainSeconds === r.history[0].seconds);
+    assert.equal(r.modelDir, join(out, 'model'));
+    assert.ok(existsSync(join(out, 'model', 'model.safetensors')));
+    assert.deepEqual(r.evals.map((e) => e.step), [1]);
+    assert.equal(r.checkpointDir, join(out, 'checkpoints', 'step-00000001'));
+    // The learning rate follows the 7-step schedule: the budget cuts the run, it does not compress it.
+    const full = await runSft(base, { model: new GptOssModel(cfg, { seed: 1 }), data: docs, outDir: join(dir, 'full'), quiet: true, stopAfterStep: 1 });
+    assert.equal(r.history[0].lr, full.history[0].lr);
+
+    const again = await runSft(config, { model: new GptOssModel(cfg, { seed: 1 }), data: docs, outDir: out, quiet: true, resume: true });
+    assert.equal(again.resumedFromStep, 1);
+    assert.equal(again.history.length, 0);
+    assert.ok(again.stoppedByBudget);
+    assert.equal(again.trainSeconds, r.trainSeconds);
+    // Raising the budget continues the run.
+    const more = await runSft({ ...base, maxWallSeconds: 1e6 }, { model: new GptOssModel(cfg, { seed: 1 }), data: docs, outDir: out, quiet: true, resume: true });
+    assert.equal(more.steps, 7);
+    assert.equal(more.stoppedByBudget, false);
+    const rows = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; step: number });
+    assert.deepEqual(rows.filter((m) => m.type === 'train').map((m) => m.step), [1, 2, 3, 4, 5, 6, 7]);
     model.dispose();
   });
 });

@@ -218,7 +218,10 @@ describe('trainer checkpoints, metrics and variants', () => {
     await plain.t.fit();
     const corrected = trainer({ ...base(3), algorithm: { rolloutCorrection: { rolloutIs: 'token', bypassMode: true } }, trainer: { totalSteps: 3, seed: 4 } });
     await corrected.t.fit();
-    for (const [k, v] of plain.s.policy.table) assert.deepEqual([...corrected.s.policy.table.get(k)!], [...v], k);
+    // A row is created on first use: the plain run's old-log-prob forward also touches the prefixes of rows the update
+    // skips (all-equal groups, actor.skipZeroAdvantageRows), which bypass mode never scores; logitsOf gives those the
+    // prior, which the plain run's untouched rows must still hold.
+    for (const [k, v] of plain.s.policy.table) assert.deepEqual([...corrected.s.policy.logitsOf(k)], [...v], k);
     assert.ok(!('timing/old_log_prob' in corrected.t.history[0]), 'bypass mode skips the old-log-prob forward');
   });
 
@@ -392,6 +395,32 @@ describe('GRPO that uses its signal', () => {
       await signalTrainer(raw(killed, false), createToySetup()).fit();
       assert.deepEqual(rows(killed, 'metrics.jsonl').map(noTiming), rows(straight, 'metrics.jsonl').map(noTiming));
       assert.deepEqual(rows(killed, 'episodes.jsonl'), rows(straight, 'episodes.jsonl'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('trainer.maxWallSeconds stops after the step that spends the budget, checkpoints there, and a resume with a larger budget goes on', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-wall-budget-'));
+    try {
+      const raw = (maxWallSeconds: number): TrainerConfigInput => ({
+        ...base(5),
+        trainer: { totalSteps: 5, seed: 7, maxWallSeconds, checkpointDir: join(dir, 'ckpt'), metricsFile: join(dir, 'metrics.jsonl') },
+      });
+      const log: string[] = [];
+      // A budget below any step's time: one step runs, then the run stops and saves (saveFreq is 0).
+      const first = signalTrainer(raw(1e-9), createToySetup(), { log: (l) => log.push(l) });
+      const { history } = await first.fit();
+      assert.equal(history.length, 1);
+      assert.ok(log.some((l) => /^stopped at step 1: .* reached trainer\.maxWallSeconds/.test(l)), log.join('\n'));
+      assert.equal(readFileSync(join(dir, 'ckpt', 'latest'), 'utf8').trim(), '1');
+      // Resumed with the same budget: nothing left to spend, no step runs.
+      assert.equal((await signalTrainer(raw(1e-9), createToySetup()).fit()).history.length, 1);
+      // Resumed with a budget no step reaches: it trains on to totalSteps, the first step's time counted.
+      const rest = signalTrainer(raw(1e6), createToySetup());
+      assert.equal((await rest.fit()).history.length, 5);
+      assert.ok(rest.trainSeconds() >= history[0]['timing/step']);
+      assert.deepEqual(readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { step: number }).step), [1, 2, 3, 4, 5]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
