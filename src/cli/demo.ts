@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { readJsonl } from '../rl/report.ts';
+import { meanStdErr } from '../tooluse/metrics.ts';
 import { trainCommand } from './train.ts';
 
 /** The shipped base model, found from the package root (so `longrun demo` works from any folder). */
@@ -122,9 +123,8 @@ export function pairedGain(episodes: readonly Json[], beforeStep: number, afterS
   const before = perTask(beforeStep), after = perTask(afterStep);
   const diffs = [...before].filter(([k]) => after.has(k)).map(([k, v]) => after.get(k)! - v);
   if (diffs.length === 0) throw new Error(`demo: no validation task has episodes at both step ${beforeStep} and step ${afterStep}`);
-  const mean = diffs.reduce((a, b) => a + b, 0) / diffs.length;
-  const variance = diffs.length > 1 ? diffs.reduce((a, b) => a + (b - mean) ** 2, 0) / (diffs.length - 1) : 0;
-  return { mean, se: Math.sqrt(variance / diffs.length), tasks: diffs.length };
+  const { mean, stdErr } = meanStdErr(diffs);
+  return { mean, se: stdErr, tasks: diffs.length };
 }
 
 /** The result table, from the summary (which is read back from the metrics files). */

@@ -100,12 +100,17 @@ async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) 
     },
     onEval: (m) => print(`sft eval at step ${m.step}: held-out loss ${m.evalLoss.toFixed(4)} over ${m.evalTokens} tokens`),
   });
-  if (result.stoppedByBudget) print(`sft: stopped at step ${result.steps}: ${result.trainSeconds.toFixed(0)} s of training steps reached sft.config.maxWallSeconds ${config.maxWallSeconds}`);
+  printBudgetStop(result, config.maxWallSeconds, print);
   print(`sft: ${result.steps} steps, ${result.tokensSeen} tokens, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}${result.finalEvalLoss !== null ? `, held-out ${result.finalEvalLoss.toFixed(4)}` : ''}`);
   await afterSft(run, built, result.checkpointDir);
 }
 
 /** The SFT stage: warm-starts the gpt-oss policy from expert trajectories before GRPO. */
+/** The line that says an SFT stage ended on its wall-time budget (`sft.config.maxWallSeconds`). */
+function printBudgetStop(result: { stoppedByBudget: boolean; steps: number; trainSeconds: number }, max: number | undefined, print: (l: string) => void): void {
+  if (result.stoppedByBudget) print(`sft: stopped at step ${result.steps}: ${result.trainSeconds.toFixed(0)} s of training steps reached sft.config.maxWallSeconds ${max}`);
+}
+
 async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   if (!run.sft) return;
   const target = sftTarget(built, 'the sft stage');
@@ -123,6 +128,7 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
       if (m.step % every === 0 || m.step === 1) print(`sft step ${m.step}: loss ${m.loss.toFixed(4)}, lr ${m.lr.toExponential(2)}, ${Math.round(m.tokensPerSec)} tok/s`);
     },
   });
+  printBudgetStop(result, run.sft.config.maxWallSeconds as number | undefined, print);
   print(`sft: ${result.steps} steps, final loss ${result.finalLoss?.toFixed(4) ?? 'n/a'}`);
   await afterSft(run, built, result.checkpointDir);
 }
