@@ -2,16 +2,17 @@
  * `longrun plot`: the figure of a run (src/rl/report.ts) as SVG, or PNG rendered by headless Chromium
  * (Debian's `chromium`, driven by playwright-core; `--chromium PATH` for another build).
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { readJsonl, renderPanels, runPanels, type Series } from '../rl/report.ts';
+import { readJsonl, renderPanels, runPanels, type HeldoutCurve, type Series } from '../rl/report.ts';
 
 export interface PlotOptions {
   sft?: string[];
   grpo?: string;
   episodes?: string;
   compare?: string[];
+  heldout?: string[];
   window?: string;
   title?: string;
   out: string;
@@ -31,10 +32,35 @@ function compareSeries(spec: string): Series {
   return { name: spec.slice(0, eq), points, dashed: true };
 }
 
+/**
+ * `NAME=MIN:DIR[,MIN:DIR…]`: a held-out curve against wall time. Each DIR is a `longrun eval --out` folder, its
+ * results.json giving the mean reward and its standard error; MIN is the training wall time (minutes) of the
+ * checkpoint it evaluated.
+ */
+export function heldoutCurve(spec: string): HeldoutCurve {
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new Error(`--heldout wants NAME=MIN:DIR[,MIN:DIR…], got ${JSON.stringify(spec)}`);
+  const points = spec.slice(eq + 1).split(',').map((part) => {
+    const colon = part.indexOf(':');
+    const minutes = Number(part.slice(0, colon));
+    if (colon <= 0 || !Number.isFinite(minutes) || minutes < 0) throw new Error(`--heldout ${spec.slice(0, eq)}: ${JSON.stringify(part)} is not MIN:DIR (minutes ≥ 0, then an eval folder)`);
+    const file = join(part.slice(colon + 1), 'results.json');
+    let metrics: { avgReward?: unknown; rewardStdErr?: unknown } | undefined;
+    try {
+      metrics = (JSON.parse(readFileSync(file, 'utf8')) as { metrics?: typeof metrics }).metrics;
+    } catch (e) {
+      throw new Error(`--heldout ${spec.slice(0, eq)}: cannot read ${file} (${(e as Error).message})`, { cause: e });
+    }
+    if (typeof metrics?.avgReward !== 'number') throw new Error(`--heldout ${spec.slice(0, eq)}: ${file} has no metrics.avgReward (not a longrun eval output)`);
+    return { minutes, reward: metrics.avgReward, stderr: typeof metrics.rewardStdErr === 'number' ? metrics.rewardStdErr : undefined };
+  });
+  return { name: spec.slice(0, eq), points };
+}
+
 export async function plotCommand(o: PlotOptions): Promise<string> {
   const window = o.window !== undefined ? Number(o.window) : undefined;
   if (window !== undefined && !(Number.isInteger(window) && window > 0)) throw new Error(`--window must be a positive integer, got ${o.window}`);
-  if (!o.sft?.length && !o.grpo && !o.episodes) throw new Error('nothing to plot: give --sft, --grpo and/or --episodes');
+  if (!o.sft?.length && !o.grpo && !o.episodes && !o.heldout?.length) throw new Error('nothing to plot: give --sft, --grpo, --episodes and/or --heldout');
   const panels = runPanels({
     sftRuns: (o.sft ?? []).map((spec) => {
       const eq = spec.indexOf('=');
@@ -43,6 +69,7 @@ export async function plotCommand(o: PlotOptions): Promise<string> {
     grpoMetrics: o.grpo ? readJsonl(o.grpo) : undefined,
     episodes: o.episodes ? readJsonl(o.episodes) : undefined,
     compare: (o.compare ?? []).map(compareSeries),
+    heldout: (o.heldout ?? []).map(heldoutCurve),
     slidingWindow: window,
   });
   if (panels.length === 0) throw new Error('the given files hold no SFT, validation, training or episode lines');
@@ -75,6 +102,7 @@ export function register(program: Command): void {
     .option('--grpo <file>', 'GRPO metrics.jsonl (training steps and validations)')
     .option('--episodes <file>', 'GRPO episodes.jsonl (token-length histogram)')
     .option('--compare <name=file...>', 'extra held-out curves: NAME=metrics.jsonl')
+    .option('--heldout <name=spec...>', 'held-out reward against wall time: NAME=MIN:EVALDIR[,MIN:EVALDIR…] (longrun eval --out folders)')
     .option('--window <n>', 'mark the sliding window on the length histogram')
     .option('--title <text>', 'figure title')
     .option('--chromium <path>', 'Chromium executable for PNG output')

@@ -24,15 +24,16 @@ export const TrainerConfigSchema = z.object({
     /**
      * Which training tasks a step gets. `shuffle` (default): seeded shuffled passes over the task list. `learnable`:
      * tasks drawn by kind (the trainer's `taskFamily`), each kind weighted by its share of the tasks times
-     * (floor + its estimated share of informative groups, rewards not all equal), so kinds the policy always or never
-     * solves are seldom generated (src/rl/task-sampler.ts).
+     * (floor + u^power, u its estimated share of informative groups, rewards not all equal), so kinds the policy
+     * always or never solves are seldom generated (src/rl/task-sampler.ts). `power` > 1 sharpens the preference.
      */
     sampling: z.object({
       mode: z.enum(['shuffle', 'learnable']).default('shuffle'),
       floor: z.number().positive().default(0.1),
       decay: z.number().gt(0).max(1).default(0.8),
       prior: z.number().positive().default(2),
-    }).strict().default({ mode: 'shuffle', floor: 0.1, decay: 0.8, prior: 2 }),
+      power: z.number().positive().max(8).default(1),
+    }).strict().default({ mode: 'shuffle', floor: 0.1, decay: 0.8, prior: 2, power: 1 }),
   }).strict(),
   rollout: z.object({
     /** Samples per prompt: `rollout.n`. */

@@ -11,6 +11,8 @@ export interface Series {
   points: [number, number][];
   color?: string;
   dashed?: boolean;
+  /** Error bars: a half-width per point (e.g. one standard error), drawn as ±errors[i] around points[i]. */
+  errors?: number[];
 }
 
 export interface Panel {
@@ -45,7 +47,10 @@ const fmt = (v: number) => (Math.abs(v) >= 1000 ? `${Math.round(v / 100) / 10}k`
 function panelSvg(p: Panel, x0: number, y0: number, w: number, h: number): string {
   const m = { l: 52, r: 12, t: 26, b: 38 };
   const pw = w - m.l - m.r, ph = h - m.t - m.b;
-  const pts = p.series.flatMap((s) => s.points);
+  const pts = p.series.flatMap((s) => s.points.flatMap(([x, y], i) => {
+    const e = s.errors?.[i] ?? 0;
+    return e > 0 ? [[x, y - e], [x, y + e]] as [number, number][] : [[x, y]] as [number, number][];
+  }));
   const xs = pts.map((q) => q[0]).concat(p.binWidth ? pts.map((q) => q[0] + p.binWidth!) : []).concat((p.marks ?? []).map((k) => k.x));
   let xlo = xs.length ? Math.min(...xs) : 0, xhi = xs.length ? Math.max(...xs) : 1;
   if (xhi === xlo) { xlo -= 1; xhi += 1; }
@@ -79,6 +84,15 @@ function panelSvg(p: Panel, x0: number, y0: number, w: number, h: number): strin
       const d = s.points.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ');
       out.push(`<polyline points="${d}" fill="none" stroke="${color}" stroke-width="1.8"${s.dashed ? ' stroke-dasharray="5,3"' : ''}/>`);
       if (s.points.length <= 40) for (const [x, y] of s.points) out.push(`<circle cx="${sx(x)}" cy="${sy(y)}" r="2.2" fill="${color}"/>`);
+    }
+    if (!p.binWidth && s.errors) {
+      s.points.forEach(([x, y], j) => {
+        const e = s.errors![j] ?? 0;
+        if (!(e > 0)) return;
+        const cx = sx(x).toFixed(1), lo = sy(y - e).toFixed(1), hi = sy(y + e).toFixed(1);
+        out.push(`<line x1="${cx}" x2="${cx}" y1="${lo}" y2="${hi}" stroke="${color}" stroke-width="1.2" class="errbar"/>`);
+        for (const yy of [lo, hi]) out.push(`<line x1="${(sx(x) - 3).toFixed(1)}" x2="${(sx(x) + 3).toFixed(1)}" y1="${yy}" y2="${yy}" stroke="${color}" stroke-width="1.2"/>`);
+      });
     }
     out.push(`<line x1="${x0 + m.l + 8}" x2="${x0 + m.l + 24}" y1="${y0 + m.t + 12 + i * 14}" y2="${y0 + m.t + 12 + i * 14}" stroke="${color}" stroke-width="3"/>`);
     out.push(`<text x="${x0 + m.l + 28}" y="${y0 + m.t + 16 + i * 14}" class="legend">${esc(s.name)}</text>`);
@@ -150,7 +164,17 @@ export interface RunReportInput {
   episodes?: Record<string, unknown>[];
   /** Extra held-out curves by step (e.g. continued SFT for the same time). */
   compare?: Series[];
+  /**
+   * Held-out mean@1 against training wall time, one curve per method (GRPO, continued SFT, RFT from one start):
+   * points in minutes of summed step time, with their standard errors as error bars.
+   */
+  heldout?: HeldoutCurve[];
   slidingWindow?: number;
+}
+
+export interface HeldoutCurve {
+  name: string;
+  points: { minutes: number; reward: number; stderr?: number }[];
 }
 
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
@@ -180,6 +204,13 @@ export function runPanels(input: RunReportInput): Panel[] {
       { name: 'reward mean', points: train.map((r) => [num(r.step)!, num(r['reward/mean'])!]) },
       { name: 'tool-error rate', points: train.map((r) => [num(r.step)!, num(r.tool_error_rate) ?? 0]), dashed: true },
     ] });
+  }
+  const curves = (input.heldout ?? []).filter((c) => c.points.length > 0);
+  if (curves.length) {
+    panels.push({ title: 'Held-out mean@1 against training wall time', xLabel: 'training wall time (minutes)', yLabel: 'reward', yRange: [0, 1], series: curves.map((c) => {
+      const pts = [...c.points].sort((a, b) => a.minutes - b.minutes);
+      return { name: c.name, points: pts.map((q) => [q.minutes, q.reward] as [number, number]), errors: pts.map((q) => q.stderr ?? 0) };
+    }) });
   }
   const eps = input.episodes ?? [];
   if (eps.length) {

@@ -9,9 +9,10 @@
  *
  *   u_k = (I_k + prior/2) / (G_k + prior),   I_k, G_k ← decay · (I_k, G_k) after each step, then + this step's groups.
  *
- * Each task is drawn by first drawing a key with probability ∝ share_k · (floor + u_k), where share_k is the key's
- * share of the training tasks (so with equal estimates it samples tasks uniformly), then taking that key's next task
- * in its own seeded shuffled order. The floor keeps every key sampled now and then, so a kind of task the policy starts
+ * Each task is drawn by first drawing a key with probability ∝ share_k · (floor + u_k^power), where share_k is the
+ * key's share of the training tasks (so with equal estimates it samples tasks uniformly), then taking that key's next
+ * task in its own seeded shuffled order. With power 1 and floor 0.1 the weights span only about 0.15–1.0 between a
+ * kind that is never informative and one that always is; power 2 with a floor of 0.02 spans 0.02–1.0. The floor keeps every key sampled now and then, so a kind of task the policy starts
  * to solve (or to fail) is noticed. This is the p(1−p) prioritisation of online difficulty filtering, measured at the
  * level of task kinds, where the estimate exists before a task is seen twice.
  *
@@ -26,6 +27,8 @@ export interface LearnableSamplingConfig {
   decay: number;
   /** Pseudo-groups of the prior (half informative). */
   prior: number;
+  /** Exponent of the informative share in the weight (default 1; larger prefers informative kinds more sharply). */
+  power?: number;
 }
 
 export interface TaskSamplerState {
@@ -48,6 +51,7 @@ export class LearnableTaskSampler {
     if (!(config.floor > 0)) throw new Error(`data.sampling.floor must be > 0, got ${config.floor}`);
     if (!(config.decay > 0 && config.decay <= 1)) throw new Error(`data.sampling.decay must be in (0, 1], got ${config.decay}`);
     if (!(config.prior > 0)) throw new Error(`data.sampling.prior must be > 0, got ${config.prior}`);
+    if (config.power !== undefined && !(config.power > 0 && config.power <= 8)) throw new Error(`data.sampling.power must be in (0, 8], got ${config.power}`);
     const byKey = new Map<string, number[]>();
     tasks.forEach((t, i) => {
       const k = keyOfTask(t) ?? '';
@@ -77,7 +81,8 @@ export class LearnableTaskSampler {
   /** The next `count` tasks. */
   next(count: number, rng: XoshiroRng): string[] {
     const total = this.tasks.length;
-    const weights = this.members.map((m, i) => (m.length / total) * (this.config.floor + this.estimate(i)));
+    const power = this.config.power ?? 1;
+    const weights = this.members.map((m, i) => (m.length / total) * (this.config.floor + this.estimate(i) ** power));
     const sum = weights.reduce((a, b) => a + b, 0);
     const out: string[] = [];
     for (let n = 0; n < count; n++) {

@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { histogram, renderPanels, runPanels } from '../../src/rl/report.ts';
-import { plotCommand } from '../../src/cli/plot.ts';
+import { heldoutCurve, plotCommand } from '../../src/cli/plot.ts';
 
 const jsonl = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 
@@ -37,6 +37,35 @@ describe('run report', () => {
     assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
     assert.equal((svg.match(/<polyline/g) ?? []).length, 3, 'SFT loss, GRPO validation, continued SFT (single-point series are dots)');
     assert.match(svg, /a &lt;run&gt;/);
+  });
+
+  it('draws held-out reward against wall time with error bars from eval folders', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'longrun-heldout-'));
+    try {
+      const evalDir = (name: string, avgReward: number, rewardStdErr: number) => {
+        mkdirSync(join(dir, name));
+        writeFileSync(join(dir, name, 'results.json'), JSON.stringify({ metrics: { avgReward, rewardStdErr } }));
+        return join(dir, name);
+      };
+      const base = evalDir('base', 0.25, 0.03), grpo = evalDir('grpo', 0.45, 0.04), sft = evalDir('sft', 0.3, 0.035);
+      const curve = heldoutCurve(`GRPO=60:${grpo},0:${base}`);
+      assert.deepEqual(curve, { name: 'GRPO', points: [{ minutes: 60, reward: 0.45, stderr: 0.04 }, { minutes: 0, reward: 0.25, stderr: 0.03 }] });
+      const [panel] = runPanels({ heldout: [curve, heldoutCurve(`SFT=0:${base},60:${sft}`)] });
+      assert.equal(panel.xLabel, 'training wall time (minutes)');
+      assert.deepEqual(panel.series[0].points, [[0, 0.25], [60, 0.45]], 'points sorted by time');
+      assert.deepEqual(panel.series[0].errors, [0.03, 0.04]);
+      const svg = renderPanels([panel]);
+      assert.equal((svg.match(/class="errbar"/g) ?? []).length, 4, 'one bar per point');
+      const out = await plotCommand({ heldout: [`GRPO=0:${base},60:${grpo}`], out: join(dir, 'fig.svg') });
+      assert.match(readFileSync(out, 'utf8'), /against training wall time/);
+      assert.throws(() => heldoutCurve('GRPO'), /NAME=MIN:DIR/);
+      assert.throws(() => heldoutCurve(`GRPO=x:${base}`), /is not MIN:DIR/);
+      assert.throws(() => heldoutCurve(`GRPO=5:${join(dir, 'missing')}`), /cannot read .*results.json/);
+      writeFileSync(join(dir, 'base', 'results.json'), '{"metrics": {}}');
+      assert.throws(() => heldoutCurve(`GRPO=0:${base}`), /no metrics.avgReward/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('longrun plot writes an SVG and rejects bad arguments clearly', async () => {

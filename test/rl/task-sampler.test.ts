@@ -49,6 +49,21 @@ describe('learnable task sampler', () => {
     s.update([{ taskId: 'elsewhere-1', informative: true }]);
   });
 
+  it('power sharpens the preference for the informative kind', () => {
+    const share = (config: typeof CONFIG & { power?: number }) => {
+      const s = new LearnableTaskSampler(tasks, kind, config);
+      const rng = new XoshiroRng(7);
+      for (let step = 0; step < 10; step++) {
+        const drawn = s.next(16, rng);
+        s.update(drawn.map((taskId) => ({ taskId, informative: kind(taskId) === 'mixed' })));
+      }
+      return counts(s.next(5_000, rng)).mixed / 5_000;
+    };
+    const linear = share(CONFIG), squared = share({ ...CONFIG, floor: 0.02, power: 2 });
+    assert.ok(squared > linear + 0.15, `power 2, floor 0.02: ${squared}; power 1, floor 0.1: ${linear}`);
+    assert.throws(() => new LearnableTaskSampler(tasks, kind, { ...CONFIG, power: 0 }), /power must be in \(0, 8\]/);
+  });
+
   it('is seeded, and its saved state continues the same draws', () => {
     const run = (split?: number) => {
       let s = new LearnableTaskSampler(tasks, kind, CONFIG);
