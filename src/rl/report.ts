@@ -104,9 +104,9 @@ function panelSvg(p: Panel, x0: number, y0: number, w: number, h: number): strin
   return out.join('\n');
 }
 
-/** A grid of panels (two per row) as one standalone SVG document. */
+/** A grid of panels (two per row; a single panel takes the whole width) as one standalone SVG document. */
 export function renderPanels(panels: readonly Panel[], options: { title?: string; width?: number; panelHeight?: number } = {}): string {
-  const W = options.width ?? 1100, PH = options.panelHeight ?? 300, cols = 2;
+  const W = options.width ?? 1100, PH = options.panelHeight ?? 300, cols = panels.length === 1 ? 1 : 2;
   const head = options.title ? 34 : 0;
   const rows = Math.ceil(panels.length / cols);
   const H = head + rows * PH;

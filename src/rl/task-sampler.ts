@@ -11,10 +11,10 @@
  *
  * Each task is drawn by first drawing a key with probability ∝ share_k · (floor + u_k^power), where share_k is the
  * key's share of the training tasks (so with equal estimates it samples tasks uniformly), then taking that key's next
- * task in its own seeded shuffled order. With power 1 and floor 0.1 the weights span only about 0.15–1.0 between a
- * kind that is never informative and one that always is; power 2 with a floor of 0.02 spans 0.02–1.0. The floor keeps every key sampled now and then, so a kind of task the policy starts
- * to solve (or to fail) is noticed. This is the p(1−p) prioritisation of online difficulty filtering, measured at the
- * level of task kinds, where the estimate exists before a task is seen twice.
+ * task in its own seeded shuffled order. With power 1 and floor 0.1 a kind's weight lies between 0.1 and 1.1, at most
+ * 11 times another's; power 2 with floor 0.02 lets it reach 51 times. The floor keeps every key sampled now and then,
+ * so a kind of task the policy starts to solve (or to fail) is noticed. This is the p(1−p) prioritisation of online
+ * difficulty filtering, measured at the level of task kinds, where the estimate exists before a task is seen twice.
  *
  * Everything is seeded and the state (estimates, orders, cursors) is saved with the trainer's checkpoint.
  */
