@@ -140,7 +140,9 @@ function toAction(parse: CompletionParse, format: ChatFormat, turn: number): { a
   const calls = (parse.toolCalls ?? []).map((c, i) => ({ id: `call_${turn}_${i}`, name: c.name, arguments: c.arguments }));
   const content = parse.content !== undefined && parse.content.trim() !== '' ? parse.content : null;
   if (content === null && calls.length === 0) return { action: { content: '...', toolCalls: null }, callNames: [], usable: false };
-  return { action: { content, toolCalls: calls.length > 0 ? calls : null }, callNames: calls.map((c) => [c.id, c.name]), usable: true };
+  // The chain of thought goes with the action, so trajectories record it (the env and the user never read it).
+  const reasoning = parse.reasoning !== undefined && parse.reasoning.trim() !== '' ? { reasoning: parse.reasoning } : {};
+  return { action: { content, toolCalls: calls.length > 0 ? calls : null, ...reasoning }, callNames: calls.map((c) => [c.id, c.name]), usable: true };
 }
 
 let sessionCounter = 0;

@@ -22,6 +22,11 @@ export interface AssistantMessage {
   role: 'assistant';
   content: string | null;
   toolCalls: ToolCall[] | null;
+  /**
+   * The agent's chain of thought for this turn (harmony's analysis channel). Not part of τ²'s message: the user and
+   * the evaluator never see it; it is recorded so that a demonstration can teach it. Absent unless the agent wrote one.
+   */
+  reasoning?: string;
 }
 
 export interface UserMessage {

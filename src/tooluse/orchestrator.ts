@@ -29,6 +29,8 @@ export interface AgentToolCall {
 export interface AgentTurn {
   content?: string | null;
   toolCalls?: AgentToolCall[] | null;
+  /** Chain of thought before the turn's message or call: recorded with the assistant message, seen by no one else. */
+  reasoning?: string;
 }
 
 export interface OrchestratorOptions {
@@ -141,7 +143,7 @@ export class Orchestrator<DB> {
       return { id, name: c.name, arguments: isJsonObject(args) ? args : {}, requestor: 'assistant' };
     });
     const content = turn.content === undefined || turn.content === '' ? null : turn.content;
-    return { role: 'assistant', content, toolCalls: calls.length ? calls : null };
+    return { role: 'assistant', content, toolCalls: calls.length ? calls : null, ...(turn.reasoning ? { reasoning: turn.reasoning } : {}) };
   }
 
   private async runUntilAgentTurn(): Promise<void> {

@@ -18,6 +18,7 @@
  * a seed.
  */
 import type { RetailDomain } from '../../domains/retail/domain.ts';
+import { itemNote } from '../../domains/retail/synth/expert.ts';
 import { SynthRng } from '../../domains/retail/synth/rng.ts';
 import type { TrajectoryRecord } from '../../rl/sft-data.ts';
 import { executeToolCall } from '../../tooluse/execute.ts';
@@ -28,6 +29,8 @@ export interface LookupDrillOptions {
   maxOrders?: number;
   /** Probability that an order lookup is followed by a product lookup of one of its items (default 0.5). */
   products?: number;
+  /** Each product lookup comes after a note naming the item, as the expert's `notes` write it (expert.ts, `itemNote`). */
+  notes?: boolean;
 }
 
 type Message = TrajectoryRecord['messages'][number];
@@ -67,9 +70,9 @@ export function lookupDrillRecord(record: TrajectoryRecord, domain: RetailDomain
   const order = rng.shuffle([...found.orders]).slice(0, maxOrders);
   const db = domain.freshDb();
   let n = 0;
-  const call = (name: string, args: Record<string, string>): string => {
+  const call = (name: string, args: Record<string, string>, note?: string): string => {
     const id = `lookup_${n++}`;
-    messages.push({ role: 'assistant', content: null, toolCalls: [{ id, name, arguments: args }] });
+    messages.push({ role: 'assistant', content: null, toolCalls: [{ id, name, arguments: args }], ...(note !== undefined ? { reasoning: note } : {}) });
     const out = executeToolCall(domain, db, { name, arguments: args }).output;
     messages.push({ role: 'tool', id, content: out });
     return out;
@@ -83,8 +86,10 @@ export function lookupDrillRecord(record: TrajectoryRecord, domain: RetailDomain
     } catch {
       continue; // an error string: no items to look up
     }
-    const ids = Array.isArray(items) ? items.map((it) => (it as { product_id?: unknown }).product_id).filter((p): p is string => typeof p === 'string') : [];
-    if (ids.length > 0) call('get_product_details', { product_id: rng.pick(ids) });
+    const listed = Array.isArray(items) ? items.filter((it): it is { name: string; product_id: string; item_id: string } => typeof it?.product_id === 'string' && typeof it?.name === 'string' && typeof it?.item_id === 'string') : [];
+    if (listed.length === 0) continue;
+    const item = rng.pick(listed);
+    call('get_product_details', { product_id: item.product_id }, options.notes ? itemNote(item) : undefined);
   }
   const contextOnly = record.contextOnly?.filter((i) => i < found.at);
   return { taskId: `lookup_drill_${record.taskId ?? ''}`, messages, ...(contextOnly?.length ? { contextOnly } : {}) };

@@ -60,7 +60,14 @@ export const RetailStreamSchema = z.object({
     mistakeKinds: z.array(z.string().min(1)).min(1).optional(),
     /** Restate the request in the first reply (src/domains/retail/synth/expert.ts, `restatement`); off by default. */
     restate: z.boolean().default(false),
-  }).strict().default({ mistakeRate: 0, restate: false }),
+    /**
+     * Notes (src/domains/retail/synth/expert.ts, `ExpertAgentOptions.notes`): the expert writes, as its chain of
+     * thought, the tool-result text it copies ids from (order items before product lookups and item proposals, the
+     * user id before a default-address write); the long lookup drills get the same note before their product lookups.
+     * Off by default.
+     */
+    notes: z.boolean().default(false),
+  }).strict().default({ mistakeRate: 0, restate: false, notes: false }),
   /**
    * Slips and recoveries (src/domains/retail/synth/recovery.ts): each read call of the demonstrator slips first with
    * probability `rate` (a wrong id, an item id for a product id, an email one character off); the slip is context,
@@ -189,13 +196,13 @@ function fullestRows(packed: readonly PackedRow[], n: number): PackedRow[] {
  * defaults, so a run made before them still resumes (their defaults give the earlier streams, draw for draw).
  */
 function fingerprintSpec(spec: RetailStreamSpec): unknown {
-  const { restate, ...expert } = spec.expert;
+  const { restate, notes, ...expert } = spec.expert;
   let recovery: Record<string, unknown> | undefined;
   if (spec.recovery !== undefined) {
     const { identity, proposals, ...rest } = spec.recovery;
     recovery = { ...rest, ...(identity ? {} : { identity }), ...(proposals ? { proposals } : {}) };
   }
-  return { ...spec, expert: restate ? spec.expert : expert, recovery };
+  return { ...spec, expert: { ...expert, ...(restate ? { restate } : {}), ...(notes ? { notes } : {}) }, recovery };
 }
 
 export class RetailStream implements SftSource {
@@ -240,6 +247,7 @@ export class RetailStream implements SftSource {
     const expert = makeAgent('expert', {
       ...(s.expert.mistakeRate > 0 ? { mistakeRate: s.expert.mistakeRate, mistakeKinds: s.expert.mistakeKinds } : {}),
       ...(s.expert.restate ? { restate: true } : {}),
+      ...(s.expert.notes ? { notes: true } : {}),
     });
     const agent = s.recovery && s.recovery.rate > 0 ? new RecoveringAgent(expert, s.recovery) : expert;
     const records: TrajectoryRecord[] = [];
@@ -265,7 +273,7 @@ export class RetailStream implements SftSource {
           const d = freshOrderLookupRecord(r, rng);
           if (d) lookups.push(d);
         }
-        const d = maxOrders > 0 ? lookupDrillRecord(r, domain, rng, { maxOrders, products }) : undefined;
+        const d = maxOrders > 0 ? lookupDrillRecord(r, domain, rng, { maxOrders, products, notes: s.expert.notes }) : undefined;
         if (d) lookups.push(d);
       }
     }

@@ -86,6 +86,49 @@ describe('expert and random agents against the scripted user', () => {
     assert.ok(seen.size >= 10, `restatements seen: ${[...seen].join(' | ')}`);
   });
 
+  it('notes: the expert writes, before each copy, the tool text its ids follow; every episode is otherwise the expert’s', async () => {
+    const { domain, tasks } = sets[0]!;
+    const runner = new EpisodeRunner({ domain, tasks: tasks.slice(0, 200), user: new ScriptedRetailUser() });
+    const plain = new ExpertAgent({ restate: true });
+    const noting = new ExpertAgent({ restate: true, notes: true });
+    const where = new Map<string, number>();
+    const ids = (text: string) => [...text.matchAll(/"(product_id|item_id|user_id)": "([^"]+)"/g)].map((m) => [m[1]!, m[2]!] as const);
+    for (const [i, task] of tasks.slice(0, 200).entries()) {
+      const a = await runner.run(plain, task.id, 40 + i);
+      const b = await runner.run(noting, task.id, 40 + i);
+      assert.equal(b.reward, a.reward, task.id);
+      // Strip the notes: the same conversation, message for message.
+      assert.deepEqual(b.messages.map((m) => (m.role === 'assistant' ? { ...m, reasoning: undefined } : m)), a.messages.map((m) => (m.role === 'assistant' ? { ...m, reasoning: undefined } : m)), task.id);
+      assert.ok(a.messages.every((m) => m.role !== 'assistant' || m.reasoning === undefined), 'no notes unless asked');
+      b.messages.forEach((m, k) => {
+        if (m.role !== 'assistant' || m.reasoning === undefined) return;
+        const before = b.messages.slice(0, k).filter((x) => x.role === 'tool').map((x) => String(x.content)).join('\n');
+        const action = m.toolCalls?.[0]?.name ?? (/Here are the details: (\w+)/.exec(String(m.content))?.[1] ?? 'other');
+        where.set(action, (where.get(action) ?? 0) + 1);
+        for (const line of m.reasoning.split('\n')) {
+          // The old item (or the user id) exactly as the tools printed it: every id follows the same text there.
+          const head = line.split(' -> ')[0]!;
+          assert.ok(before.includes(head.slice(1, -1)), `${task.id}: note ${head} not in the tool results before it`);
+          // A proposal names every id of its note; a call takes its id argument from the note.
+          const call = m.toolCalls?.[0];
+          if (call) {
+            const key = call.name === 'get_product_details' ? 'product_id' : 'user_id';
+            assert.ok(ids(line).some(([k, id]) => k === key && call.arguments[key] === id), `${task.id}: ${call.name} ${JSON.stringify(call.arguments)} after ${line}`);
+          } else for (const [key, id] of ids(line)) if (key !== 'product_id') assert.ok(String(m.content).includes(id), `${task.id}: the proposal after the note names ${key} ${id}`);
+          // The new variant: its options, then its id, as the product details list it.
+          const to = line.split(' -> ')[1];
+          if (to !== undefined) {
+            const [, options, newId] = /^\{"options": (\{.*\}), "item_id": "(\d+)"\}$/.exec(to) ?? [];
+            assert.ok(options && newId, `${task.id}: ${to}`);
+            assert.ok(before.includes(`"${newId}": {"item_id": "${newId}", "options": ${options}`), `${task.id}: variant ${newId} ${options}`);
+          }
+        }
+      });
+    }
+    await runner.close();
+    for (const action of ['get_product_details', 'exchange', 'modify', 'return', 'modify_user_address']) assert.ok((where.get(action) ?? 0) > 0, `notes by action: ${JSON.stringify([...where])}`);
+  });
+
   it('the expert also solves long multi-request conversations (difficulty 4–5)', async () => {
     const { domain, world } = sets[1]!;
     const long = generateTasks(world, 40, { count: 110, difficulty: [4, 5] }).tasks;

@@ -60,6 +60,24 @@ describe('lookup drill (order and product ids copied out of tool results)', () =
       assert.deepEqual(lookupDrillRecord(r, domain, new SynthRng(7), { maxOrders: 4, products: 0.6 }), d, 'deterministic for a seed');
     }
     assert.ok(drills >= records.length - 1, `${drills} of ${records.length} expert conversations read the user's details`);
+    // With notes, each product lookup follows the note of one item of the order just read: the same draws otherwise.
+    let noted = 0;
+    for (const r of records) {
+      const plain = lookupDrillRecord(r, domain, new SynthRng(7), { maxOrders: 4, products: 0.6 });
+      const d = lookupDrillRecord(r, domain, new SynthRng(7), { maxOrders: 4, products: 0.6, notes: true });
+      if (!d || !plain) continue;
+      assert.deepEqual(d.messages.map((m) => ({ ...m, reasoning: undefined })), plain.messages.map((m) => ({ ...m, reasoning: undefined })));
+      d.messages.forEach((m, i) => {
+        const call = m.toolCalls?.[0];
+        if (call?.name !== 'get_product_details') return assert.equal(i < r.messages.length ? m.reasoning : undefined, r.messages[i]?.reasoning);
+        const order = JSON.parse(d.messages[i - 1].content!) as { items: { name: string; product_id: string; item_id: string }[] };
+        const item = order.items.find((it) => it.product_id === call.arguments.product_id)!;
+        assert.equal(m.reasoning, `{"name": ${JSON.stringify(item.name)}, "product_id": "${item.product_id}", "item_id": "${item.item_id}"}`);
+        assert.ok(d.messages[i - 1].content!.includes(m.reasoning!.slice(1, -1)), 'the note is the order\'s own text');
+        noted++;
+      });
+    }
+    assert.ok(noted >= 3, `${noted} product lookups with notes`);
     assert.ok(productCalls > 0);
     // Another seed, another order of lookups somewhere.
     const orderOf = (seed: number) => records.map((r) => lookupDrillRecord(r, domain, new SynthRng(seed))?.messages.map((m) => JSON.stringify(m.toolCalls ?? null)).join());

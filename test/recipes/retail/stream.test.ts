@@ -155,6 +155,25 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     assert.ok((o.match(/I can help with that: you would like to /g) ?? []).length >= 3, 'the first replies restate the request');
   });
 
+  it('expert.notes: off by default with the earlier fingerprint; on, the conversations and long lookup drills carry notes in the loss', async () => {
+    const ctx = await context();
+    const base = { seed: 3, tasksPerWorld: 8, world: { products: 20, users: 30, orders: 60 }, families: ['modify_user_address', 'exchange', 'return', 'modify_items'], expert: { restate: true }, lookupDrill: { share: 0.3, fresh: 0, products: 1 }, packing: 'fill' };
+    const plain = new RetailStream(parseRetailStream(base), ctx);
+    assert.equal(new RetailStream(parseRetailStream({ ...base, expert: { restate: true, notes: false } }), ctx).fingerprint, plain.fingerprint, 'notes: false is the stream written before the option');
+    const on = new RetailStream(parseRetailStream({ ...base, expert: { restate: true, notes: true } }), ctx);
+    assert.notEqual(on.fingerprint, plain.fingerprint);
+    const [p, o] = [await plain.stepData(2), await on.stepData(2)];
+    const more = [await on.stepData(3), await on.stepData(4)];
+    const analysis = '<|channel|>analysis<|message|>';
+    const inLoss = (d: typeof o) => d.docs.map((x) => Array.from(x.tokens).map((t, i) => (x.lossMask[i] ? ctx.tokenizer.decode([t]) : '\u0000')).join('')).join('\n');
+    assert.ok(!inLoss(p).includes(analysis), 'no notes unless asked');
+    const notes = [o, ...more].map(inLoss).join('\n').split(analysis).slice(1).map((x) => x.slice(0, x.indexOf('<|end|>')));
+    assert.ok(notes.length >= 4, `${notes.length} notes`);
+    for (const n of notes) assert.match(n, /^\{"(name|user_id)": "/, 'every note is in the loss, as the tools print JSON');
+    assert.ok(notes.some((n) => n.includes(' -> {"options": ')), 'an item proposal\'s note');
+    assert.ok(notes.some((n) => n.startsWith('{"user_id": ')), 'a default-address write\'s note');
+  });
+
   it('familyOrder: rotate starts each world\'s task list at a seeded family, so every family leads; unset, the stream is as before', async () => {
     const ctx = await context();
     const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 } };

@@ -30,6 +30,7 @@ interface Pair {
   itemId: string;
   newItemId: string;
   name: string;
+  productId: string;
   options: Record<string, string>;
 }
 
@@ -57,10 +58,25 @@ interface CallSpec {
   arguments: Record<string, unknown>;
 }
 
-type Step = { call: CallSpec } | { say: string };
+/** One turn of the expert: a call or a text, with an optional note (its chain of thought, `notes`). */
+type Step = ({ call: CallSpec } | { say: string }) & { note?: string };
 
 const call = (name: string, args: Record<string, unknown>): Step => ({ call: { name, arguments: args } });
 const say = (text: string): Step => ({ say: text });
+
+/**
+ * A JSON object as the retail tools print theirs (Python's `json.dumps`: `", "` and `": "` separators), so a note's
+ * fragment is, token for token, the text it was read from.
+ */
+export function toolJson(fields: readonly (readonly [string, string | Record<string, string>])[]): string {
+  const value = (v: string | Record<string, string>): string => (typeof v === 'string' ? JSON.stringify(v) : toolJson(Object.entries(v)));
+  return `{${fields.map(([k, v]) => `${JSON.stringify(k)}: ${value(v)}`).join(', ')}}`;
+}
+
+/** An order item as the order details print it, up to its item id: `{"name": …, "product_id": …, "item_id": …}`. */
+export function itemNote(item: { name: string; product_id: string; item_id: string }): string {
+  return toolJson([['name', item.name], ['product_id', item.product_id], ['item_id', item.item_id]]);
+}
 
 function addressArgs(a: Address): Record<string, string> {
   return Object.fromEntries(ADDRESS_FIELDS.map((f) => [f, a[f]]));
@@ -124,7 +140,7 @@ class ExpertSession implements AgentSession {
   /** The agent's own texts so far, normalised (only kept with mistakes on). */
   private readonly said: string[] = [];
 
-  constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false) {}
+  constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false, private readonly writeNotes = false) {}
 
   act(observed: readonly Message[]): AgentTurn {
     for (const m of observed) {
@@ -133,12 +149,13 @@ class ExpertSession implements AgentSession {
       else if (this.mk && m.role === 'assistant' && typeof m.content === 'string') this.said.push(normalise(m.content));
     }
     const step = this.decide();
+    const reasoning = this.writeNotes && step.note !== undefined ? { reasoning: step.note } : {};
     if ('call' in step) {
       this.pending = step.call;
-      return { content: null, toolCalls: [step.call] };
+      return { content: null, toolCalls: [step.call], ...reasoning };
     }
     if (this.mk) this.said.push(normalise(step.say));
-    return { content: step.say, toolCalls: null };
+    return { content: step.say, toolCalls: null, ...reasoning };
   }
 
   notes(): AgentNotes | undefined {
@@ -311,13 +328,13 @@ class ExpertSession implements AgentSession {
       });
       if (Object.keys(stated).length === 0) continue;
       const product = this.products.get(item.product_id);
-      if (!product) return call('get_product_details', { product_id: item.product_id });
+      if (!product) return { ...call('get_product_details', { product_id: item.product_id }), note: itemNote(item) };
       const wanted = { ...item.options, ...stated };
       const target = Object.values(product.variants).find((v) => keys.every((k) => v.options[k] === wanted[k]) && Object.keys(v.options).length === keys.length);
       if (!target || !target.available || target.item_id === item.item_id) {
         return this.refuse(`there is no other available ${item.name} with ${renderOptions(wanted)}.`);
       }
-      pairs.push({ itemId: item.item_id, newItemId: target.item_id, name: item.name, options: target.options });
+      pairs.push({ itemId: item.item_id, newItemId: target.item_id, name: item.name, productId: item.product_id, options: target.options });
     }
     return pairs.length > 0 ? pairs : this.ask(plan, 'Which items would you like to change, and to which options?');
   }
@@ -406,12 +423,14 @@ class ExpertSession implements AgentSession {
       const address = parseAddress(plan.text);
       if (!address) return this.ask(plan, 'What is the new default address?');
       if (plan.confirmed) {
-        return this.write(plan, { name: 'modify_user_address', arguments: { user_id: this.userId!, ...addressArgs(address) } }, () => ({
+        const written = this.write(plan, { name: 'modify_user_address', arguments: { user_id: this.userId!, ...addressArgs(address) } }, () => ({
           address_target: this.otherOrders(null, (o) => o.status === 'pending').map((o) => ({
             detail: `changed the shipping address of order ${o.order_id} instead of the default address`,
             value: { name: 'modify_pending_order_address', arguments: { order_id: o.order_id, ...addressArgs(address) } },
           })),
         }));
+        // The user id as the user details print it first (`{"user_id": "…", …`), right before the call that needs it.
+        return { ...written, note: toolJson([['user_id', this.userId!]]) };
       }
       return this.confirm(plan, `Here is the change: update your default address to ${renderAddress(address)}.`);
     }
@@ -499,7 +518,9 @@ class ExpertSession implements AgentSession {
         if (plan.confirmed) return this.write(plan, { name: tool, arguments: args }, () => this.itemSlips(order, pairs, pm, tool));
         const list = pairs.map((p) => `${p.name} ${p.itemId} -> ${p.newItemId} (${renderOptions(p.options)})`).join('; ');
         const verb = exchange ? 'exchange' : 'modify';
-        return this.confirm(plan, `Here are the details: ${verb} in order ${id}: ${list}. The price difference will be settled with ${pm}. Please make sure these are all the items, since this can only be done once for the order.`);
+        // Each item as the order details print it, then the variant it becomes: its options, then its item id.
+        const note = pairs.map((p) => `${itemNote({ name: p.name, product_id: p.productId, item_id: p.itemId })} -> ${toolJson([['options', p.options], ['item_id', p.newItemId]])}`).join('\n');
+        return { ...this.confirm(plan, `Here are the details: ${verb} in order ${id}: ${list}. The price difference will be settled with ${pm}. Please make sure these are all the items, since this can only be done once for the order.`), note };
       }
       case 'return': {
         if (order.status !== 'delivered') return this.refusal(plan, `I can't process a return for order ${id} because its status is '${order.status}'; only delivered orders can be returned.`, `I can't process a return for order ${id}.`, [order.status])!;
@@ -517,7 +538,7 @@ class ExpertSession implements AgentSession {
           return this.write(plan, { name: 'return_delivered_order_items', arguments: { order_id: id, item_ids: ids, payment_method_id: pm } }, () => this.returnSlips(order, ids, pm));
         }
         const list = items.map((i) => `${i.name} ${i.item_id}`).join(', ');
-        return this.confirm(plan, `Here are the details: return from order ${id}: ${list}, with the refund going to ${pm}.`);
+        return { ...this.confirm(plan, `Here are the details: return from order ${id}: ${list}, with the refund going to ${pm}.`), note: items.map(itemNote).join('\n') };
       }
     }
   }
@@ -626,22 +647,38 @@ export interface ExpertAgentOptions {
    * `restatement`). Off by default, so the conversations made before it stay the same, message for message.
    */
   restate?: boolean;
+  /**
+   * Notes: before the turns whose ids an agent must find in tool results far back, the expert writes the text it finds
+   * them in as its chain of thought (`AgentTurn.reasoning`, harmony's analysis channel), in the tools' own JSON, so
+   * that every id in the note follows the same tokens as where it was read, and the call or proposal after the note
+   * copies from a few tokens back:
+   * - before `get_product_details`: the order item, `{"name": "Smart Watch", "product_id": "…", "item_id": "…"}` (the
+   *   name is the customer's; the ids follow it in the order details);
+   * - before an exchange or modification proposal: each item so, then `-> {"options": {…}, "item_id": "…"}`, the
+   *   options wanted and the variant's id;
+   * - before a return proposal: each item returned, as above;
+   * - on the `modify_user_address` write: `{"user_id": "…"}`, as the user details begin.
+   * Off by default, so the conversations made before it stay the same, message for message.
+   */
+  notes?: boolean;
 }
 
 export class ExpertAgent implements SynthAgent {
   readonly name = 'expert';
   private readonly mistakes: ExpertMistakeOptions | null;
   private readonly restate: boolean;
+  private readonly notes: boolean;
 
   constructor(options: ExpertAgentOptions = {}) {
     this.mistakes = options.mistakes ?? null;
     this.restate = options.restate ?? false;
+    this.notes = options.notes ?? false;
     // Validate now, so a bad option fails when the agent is made rather than in its first episode.
     if (this.mistakes) new MistakeMaker(this.mistakes, new SynthRng(0));
   }
 
   /** The episode's mistakes are drawn from `context.seed`: the same seed gives the same episode. */
   start(context: AgentEpisodeContext): AgentSession {
-    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null, this.restate);
+    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null, this.restate, this.notes);
   }
 }

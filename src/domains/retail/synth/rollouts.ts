@@ -23,19 +23,22 @@ export interface MakeAgentOptions {
   mistakeKinds?: readonly string[];
   /** The expert restates the request in its first reply (`ExpertAgentOptions.restate`). */
   restate?: boolean;
+  /** The expert writes notes (its chain of thought) before the copies that need them (`ExpertAgentOptions.notes`). */
+  notes?: boolean;
 }
 
 export function makeAgent(name: string, options: MakeAgentOptions = {}): SynthAgent {
-  const { mistakeRate, mistakeKinds, restate } = options;
+  const { mistakeRate, mistakeKinds, restate, notes } = options;
   if (mistakeKinds !== undefined && mistakeRate === undefined) throw new Error('mistakeKinds needs a mistakeRate');
   if (name === 'expert') {
-    const extra = restate ? { restate: true } : {};
+    const extra = { ...(restate ? { restate: true } : {}), ...(notes ? { notes: true } : {}) };
     if (mistakeRate === undefined) return new ExpertAgent(extra);
     return new ExpertAgent({ ...extra, mistakes: { rate: mistakeRate, ...(mistakeKinds === undefined ? {} : { kinds: parseMistakeKinds(mistakeKinds) }) } });
   }
   if (name === 'random') {
     if (mistakeRate !== undefined) throw new Error(`The mistake rate is a knob of the 'expert' agent, not of '${name}'`);
     if (restate) throw new Error(`restate is a knob of the 'expert' agent, not of '${name}'`);
+    if (notes) throw new Error(`notes is a knob of the 'expert' agent, not of '${name}'`);
     return new RandomAgent();
   }
   throw new Error(`Unknown agent '${name}' (known: ${AGENT_NAMES.join(', ')})`);
