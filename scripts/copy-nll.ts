@@ -24,6 +24,13 @@
  * tokens there, and the `--show-chars` characters of text before it (default 60); `--show digits` prints the digit
  * tokens that get at most half the probability.
  *
+ * `noteIds`, `noteIdSure`, `noteIdFirstP`: the ids the agent writes in its notes (expert.ts, `notes`: the tool text an id
+ * follows, as its chain of thought), the product and the item ids of `{"name": …, "product_id": …, "item_id": …}` up
+ * to a proposal's ` -> ` (which names a new variant), each kind apart: how many, the share written with every token at
+ * p > 0.5, and the median probability of their first digit group. The product id is found by the item's name alone;
+ * the item id then follows the product id as in the order details. `variant`: the new variant's id after a proposal
+ * note's ` -> {"options": {…}, "item_id": "`, found by its options (the product details print it before them).
+ *
  * `--address` scores the last N documents that write an address instead, and splits out the address tokens of the write
  * call (`address1`, `address2`, `city`, `state`, `zip`: copied from the customer's sentence) as `addressNll`.
  *
@@ -102,7 +109,7 @@ const digitRun = Array.from({ length: 12 }, () => ({ nll: 0, tokens: 0 }));
  * Every number the agent writes, whole: its summed NLL and whether each of its tokens got p > 0.5. Per number rather
  * than per token, so that tokenizers with one digit per token and with digit groups compare.
  */
-const numbers: { nll: number; sure: boolean; orderId: boolean }[] = [];
+const numbers: { nll: number; sure: boolean; orderId: boolean; note: '' | 'product' | 'item' | 'variant'; firstP: number }[] = [];
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 const byTool = new Map<string, { ok: number; calls: number }>();
 /** The action word of each proposal ("Here is the change: pay …", "Here are the details: return …"): the decision. */
@@ -171,7 +178,13 @@ for (const d of scored) {
       const run = Math.min(/(\d*)$/.exec(text.slice(Math.max(0, starts[i] - 12), starts[i]))![1].length, digitRun.length - 1);
       digitRun[run].nll -= r.logprobs[i];
       digitRun[run].tokens++;
-      if (run === 0 || numbers.length === 0) numbers.push({ nll: 0, sure: true, orderId: /#W$/.test(text.slice(Math.max(0, starts[i] - 2), starts[i])) });
+      if (run === 0 || numbers.length === 0) {
+        const before = text.slice(0, starts[i]);
+        const note = before.slice(before.lastIndexOf('<|channel|>analysis<|message|>'));
+        const inNote = before.lastIndexOf('<|channel|>analysis<|message|>') > before.lastIndexOf('<|end|>');
+        const kind = !inNote ? undefined : / -> [^\n]*"item_id": "$/.test(note) ? 'variant' : / -> [^\n]*$/.test(note) ? undefined : /"(product|item)_id": "$/.exec(note)?.[1];
+        numbers.push({ nll: 0, sure: true, orderId: /#W$/.test(text.slice(Math.max(0, starts[i] - 2), starts[i])), note: kind === 'product' || kind === 'item' || kind === 'variant' ? kind : '', firstP: Math.exp(r.logprobs[i]) });
+      }
       numbers[numbers.length - 1].nll -= r.logprobs[i];
       if (!(r.logprobs[i] > Math.log(0.5))) numbers[numbers.length - 1].sure = false;
       const inOrderId = /#W(\d{0,6})$/.exec(text.slice(Math.max(0, starts[i] - 8), starts[i]));
@@ -206,9 +219,17 @@ console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length,
 /** `numberNll`, `orderIdNll`: mean summed NLL per number and per order id; `numberSure`, `orderIdSure`: the share with every token at p > 0.5. */
 function numberSummary() {
   const orders = numbers.filter((n) => n.orderId);
+  const median = (xs: typeof numbers) => {
+    const p = xs.map((n) => n.firstP).sort((u, v) => u - v);
+    return p.length === 0 ? null : Number(p[Math.floor(p.length / 2)].toFixed(3));
+  };
+  const notes = (kind: 'product' | 'item' | 'variant') => numbers.filter((n) => n.note === kind);
   const mean = (xs: typeof numbers, f: (n: (typeof numbers)[number]) => number) => (xs.length === 0 ? null : Number((xs.reduce((t, n) => t + f(n), 0) / xs.length).toFixed(3)));
   return {
     numbers: numbers.length, numberNll: mean(numbers, (n) => n.nll), numberSure: mean(numbers, (n) => Number(n.sure)),
     orderIds: orders.length, orderIdNll: mean(orders, (n) => n.nll), orderIdSure: mean(orders, (n) => Number(n.sure)),
+    noteIds: { product: notes('product').length, item: notes('item').length, variant: notes('variant').length },
+    noteIdSure: { product: mean(notes('product'), (n) => Number(n.sure)), item: mean(notes('item'), (n) => Number(n.sure)), variant: mean(notes('variant'), (n) => Number(n.sure)) },
+    noteIdFirstP: { product: median(notes('product')), item: median(notes('item')), variant: median(notes('variant')) },
   };
 }

@@ -26,6 +26,8 @@ export const TrainerConfigSchema = z.object({
      * tasks drawn by kind (the trainer's `taskFamily`), each kind weighted by its share of the tasks times
      * (floor + u^power, u its estimated share of informative groups, rewards not all equal), so kinds the policy
      * always or never solves are seldom generated (src/rl/task-sampler.ts). `power` > 1 sharpens the preference.
+     * `cost` > 0 divides each kind's weight by its relative tokens per group to that power (1: informative groups per
+     * token, the rate a wall-clock budget buys).
      */
     sampling: z.object({
       mode: z.enum(['shuffle', 'learnable']).default('shuffle'),
@@ -33,7 +35,8 @@ export const TrainerConfigSchema = z.object({
       decay: z.number().gt(0).max(1).default(0.8),
       prior: z.number().positive().default(2),
       power: z.number().positive().max(8).default(1),
-    }).strict().default({ mode: 'shuffle', floor: 0.1, decay: 0.8, prior: 2, power: 1 }),
+      cost: z.number().min(0).max(4).default(0),
+    }).strict().default({ mode: 'shuffle', floor: 0.1, decay: 0.8, prior: 2, power: 1, cost: 0 }),
   }).strict(),
   rollout: z.object({
     /** Samples per prompt: `rollout.n`. */

@@ -211,7 +211,11 @@ export class GrpoTrainer {
       });
       bar?.stop();
       const shapedGroups = groups.map((g) => ({ ...g, shaped: g.trajectories.map((t) => this.shapedReward(t)) }));
-      this.sampler?.update(shapedGroups.map((g) => ({ taskId: g.taskId, informative: !g.shaped.every((r) => r === g.shaped[0]) })));
+      this.sampler?.update(shapedGroups.map((g) => ({
+        taskId: g.taskId,
+        informative: !g.shaped.every((r) => r === g.shaped[0]),
+        tokens: g.trajectories.reduce((a, t) => a + t.promptIds.length + t.responseIds.length, 0),
+      })));
       return shapedGroups;
     };
     const fg = c.algorithm.filterGroups;
@@ -334,6 +338,7 @@ export class GrpoTrainer {
       ...extra,
       ...genMetrics,
       ...(this.sampler ? Object.fromEntries(Object.entries(this.sampler.estimates()).map(([k, v]) => [`sampler/informative/${k || 'all'}`, v])) : {}),
+      ...(this.sampler && (c.data.sampling.cost ?? 0) > 0 ? Object.fromEntries(Object.entries(this.sampler.relativeCosts()).map(([k, v]) => [`sampler/cost/${k || 'all'}`, v])) : {}),
       ...timer.seconds,
     };
     if (old.entropy) metrics['actor/entropy'] = aggregateLoss(old.entropy, mask, B, R, 'token-mean').value;

@@ -64,6 +64,31 @@ describe('learnable task sampler', () => {
     assert.throws(() => new LearnableTaskSampler(tasks, kind, { ...CONFIG, power: 0 }), /power must be in \(0, 8\]/);
   });
 
+  it('cost divides a kind\'s weight by its relative tokens per group: equally informative kinds, the cheaper drawn more', () => {
+    // "never" and "mixed" both informative half the time; "mixed" groups cost three times the tokens of "never".
+    const draw = (cost: number) => {
+      const s = new LearnableTaskSampler(tasks, kind, { ...CONFIG, cost });
+      const rng = new XoshiroRng(3);
+      for (let step = 0; step < 12; step++) {
+        const drawn = s.next(16, rng);
+        s.update(drawn.map((taskId, i) => ({ taskId, informative: kind(taskId) !== 'always' && (i + step) % 2 === 0, tokens: kind(taskId) === 'mixed' ? 3000 : 1000 })));
+      }
+      return { c: counts(s.next(5_000, rng)), rel: s.relativeCosts() };
+    };
+    const plain = draw(0), per = draw(1);
+    assert.ok(Math.abs(plain.c.never / plain.c.mixed - 1) < 0.2, `cost 0 ignores length: ${JSON.stringify(plain.c)}`);
+    assert.ok(per.c.never / per.c.mixed > 2.3 && per.c.never / per.c.mixed < 3.9, `cost 1: about 3 to 1, ${JSON.stringify(per.c)}`);
+    assert.ok(Math.abs(per.rel.mixed / per.rel.never - 3) < 1e-9, JSON.stringify(per.rel));
+    // Before any tokens are counted every kind costs 1; older states without token counts load and go on.
+    assert.deepEqual(new LearnableTaskSampler(tasks, kind, { ...CONFIG, cost: 1 }).relativeCosts(), { always: 1, mixed: 1, never: 1 });
+    const s = new LearnableTaskSampler(tasks, kind, { ...CONFIG, cost: 1 });
+    const { tokens: _dropped, ...old } = s.saveState();
+    s.loadState(old);
+    s.update([{ taskId: 'never-1', informative: true, tokens: 500 }]);
+    assert.equal(s.relativeCosts().never, 1);
+    assert.throws(() => new LearnableTaskSampler(tasks, kind, { ...CONFIG, cost: -1 }), /cost must be in \[0, 4\]/);
+  });
+
   it('is seeded, and its saved state continues the same draws', () => {
     const run = (split?: number) => {
       let s = new LearnableTaskSampler(tasks, kind, CONFIG);
@@ -125,6 +150,15 @@ describe('data.sampling.mode: learnable in the GRPO trainer', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('with cost, logs each kind\'s relative tokens per group from the step\'s episodes', async () => {
+    const t = make({ ...raw(2), data: { trainBatchSize: 2, sampling: { mode: 'learnable', cost: 1 } } });
+    await t.fit();
+    const last = t.history[1];
+    const costs = ['even', 'odd'].map((k) => last[`sampler/cost/${k}`]).filter((v) => v !== undefined);
+    assert.ok(costs.length >= 1 && costs.every((v) => v > 0 && Number.isFinite(v)), JSON.stringify(last));
+    assert.equal(parseTrainerConfig(raw(1)).data.sampling.cost, 0, 'length ignored by default');
   });
 
   it('the default stays the shuffled passes (no sampler metrics)', async () => {

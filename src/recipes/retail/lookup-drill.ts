@@ -18,7 +18,7 @@
  * a seed.
  */
 import type { RetailDomain } from '../../domains/retail/domain.ts';
-import { itemNote } from '../../domains/retail/synth/expert.ts';
+import { itemNote, variantNote } from '../../domains/retail/synth/expert.ts';
 import { SynthRng } from '../../domains/retail/synth/rng.ts';
 import type { TrajectoryRecord } from '../../rl/sft-data.ts';
 import { executeToolCall } from '../../tooluse/execute.ts';
@@ -31,6 +31,53 @@ export interface LookupDrillOptions {
   products?: number;
   /** Each product lookup comes after a note naming the item, as the expert's `notes` write it (expert.ts, `itemNote`). */
   notes?: boolean;
+  /**
+   * Recall (with `notes`): each order lookup is followed by a product lookup after a note that names up to this many
+   * items drawn from all the orders read so far, one per line in a random order, the looked-up item last (in place of
+   * `products`' lookups). Each line is an item's text from order details read up to a few thousand tokens back, found
+   * by its name alone: the copy the expert's notes before product lookups and item proposals need. Default 0: none,
+   * and the drill's draws unchanged.
+   */
+  recall?: number;
+  /**
+   * Recall turns more after the last order lookup (default 0), each a fresh draw: users have about two orders, so a
+   * drill reads four or five items, and these turns give it more notes for the tokens its order details cost.
+   */
+  recallTurns?: number;
+  /**
+   * Variant lines per recall turn (default 0), mixed in with the item lines: an item read whose product's details the
+   * drill has read, and another variant of that product, as the notes before exchange and modification proposals write
+   * it (`{…item…} -> {"options": {…}, "item_id": …}`, expert.ts `variantNote`). The product details print a variant's
+   * id before its options, so the id after the options is found by the options: the copy those proposals need.
+   */
+  variants?: number;
+}
+
+type Variant = { item_id: string; options: Record<string, string> };
+
+/** The variants of a product-details output (none for an error string). */
+function productVariants(out: string): Variant[] {
+  let variants: unknown;
+  try {
+    variants = (JSON.parse(out) as { variants?: unknown }).variants;
+  } catch {
+    return [];
+  }
+  if (typeof variants !== 'object' || variants === null) return [];
+  return Object.values(variants).filter((v): v is Variant => typeof v?.item_id === 'string' && typeof v?.options === 'object' && v.options !== null && Object.values(v.options).every((o) => typeof o === 'string'));
+}
+
+type Item = { name: string; product_id: string; item_id: string };
+
+/** The items of an order-details output (none for an error string). */
+function orderItems(out: string): Item[] {
+  let items: unknown;
+  try {
+    items = (JSON.parse(out) as { items?: unknown }).items;
+  } catch {
+    return []; // an error string: no items
+  }
+  return Array.isArray(items) ? items.filter((it): it is Item => typeof it?.product_id === 'string' && typeof it?.name === 'string' && typeof it?.item_id === 'string') : [];
 }
 
 type Message = TrajectoryRecord['messages'][number];
@@ -61,9 +108,15 @@ function userDetails(record: TrajectoryRecord): { at: number; orders: string[] }
  * `get_user_details` call with orders.
  */
 export function lookupDrillRecord(record: TrajectoryRecord, domain: RetailDomain, rng: SynthRng, options: LookupDrillOptions = {}): TrajectoryRecord | undefined {
-  const maxOrders = options.maxOrders ?? 5, products = options.products ?? 0.5;
+  const maxOrders = options.maxOrders ?? 5, products = options.products ?? 0.5, recall = options.recall ?? 0, recallTurns = options.recallTurns ?? 0, variantLines = options.variants ?? 0;
   if (!(Number.isInteger(maxOrders) && maxOrders >= 1)) throw new RangeError(`lookupDrill: maxOrders must be a positive integer, got ${maxOrders}`);
   if (!(products >= 0 && products <= 1)) throw new RangeError(`lookupDrill: products must be a probability in [0, 1], got ${products}`);
+  if (!(Number.isInteger(recall) && recall >= 0)) throw new RangeError(`lookupDrill: recall must be a non-negative integer, got ${recall}`);
+  if (recall > 0 && !options.notes) throw new RangeError('lookupDrill: recall writes notes; set notes as well');
+  if (!(Number.isInteger(recallTurns) && recallTurns >= 0)) throw new RangeError(`lookupDrill: recallTurns must be a non-negative integer, got ${recallTurns}`);
+  if (recallTurns > 0 && recall === 0) throw new RangeError('lookupDrill: recallTurns needs recall > 0');
+  if (!(Number.isInteger(variantLines) && variantLines >= 0)) throw new RangeError(`lookupDrill: variants must be a non-negative integer, got ${variantLines}`);
+  if (variantLines > 0 && recall === 0) throw new RangeError('lookupDrill: variants needs recall > 0');
   const found = userDetails(record);
   if (!found) return undefined;
   const messages: Message[] = record.messages.slice(0, found.at + 1);
@@ -77,20 +130,33 @@ export function lookupDrillRecord(record: TrajectoryRecord, domain: RetailDomain
     messages.push({ role: 'tool', id, content: out });
     return out;
   };
+  const read: Item[] = [];
+  /** The variants of each product whose details the drill has read. */
+  const details = new Map<string, Variant[]>();
+  const recallTurn = (): void => {
+    const lines: { text: string; product: string }[] = rng.shuffle([...read]).slice(0, recall).map((it) => ({ text: itemNote(it), product: it.product_id }));
+    if (variantLines > 0) {
+      const pairs = read.flatMap((it) => (details.get(it.product_id) ?? []).filter((v) => v.item_id !== it.item_id).map((v) => ({ text: variantNote(it, v), product: it.product_id })));
+      lines.push(...rng.shuffle(pairs).slice(0, variantLines));
+    }
+    const note = variantLines > 0 ? rng.shuffle(lines) : lines;
+    const last = note[note.length - 1].product;
+    const out = call('get_product_details', { product_id: last }, note.map((l) => l.text).join('\n'));
+    if (variantLines > 0 && !details.has(last)) details.set(last, productVariants(out));
+  };
   for (const orderId of order) {
     const out = call('get_order_details', { order_id: orderId });
-    if (!rng.chance(products)) continue;
-    let items: unknown;
-    try {
-      items = (JSON.parse(out) as { items?: unknown }).items;
-    } catch {
-      continue; // an error string: no items to look up
+    const listed = orderItems(out);
+    read.push(...listed);
+    if (recall > 0) {
+      if (read.length > 0) recallTurn();
+      continue;
     }
-    const listed = Array.isArray(items) ? items.filter((it): it is { name: string; product_id: string; item_id: string } => typeof it?.product_id === 'string' && typeof it?.name === 'string' && typeof it?.item_id === 'string') : [];
-    if (listed.length === 0) continue;
+    if (!rng.chance(products) || listed.length === 0) continue;
     const item = rng.pick(listed);
     call('get_product_details', { product_id: item.product_id }, options.notes ? itemNote(item) : undefined);
   }
+  for (let t = 0; t < recallTurns && read.length > 0; t++) recallTurn();
   const contextOnly = record.contextOnly?.filter((i) => i < found.at);
   return { taskId: `lookup_drill_${record.taskId ?? ''}`, messages, ...(contextOnly?.length ? { contextOnly } : {}) };
 }

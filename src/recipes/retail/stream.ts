@@ -110,7 +110,21 @@ export const RetailStreamSchema = z.object({
     maxOrders: int(0).default(5),
     /** Probability that an order lookup of the long drill is followed by a product lookup. */
     products: z.number().min(0).max(1).default(0.5),
-  }).strict().optional(),
+    /**
+     * With `expert.notes`: after each order lookup of the long drill, a product lookup after a note naming up to this
+     * many items of all the orders read so far, found by name far back (src/recipes/retail/lookup-drill.ts, `recall`;
+     * `products` is then unused). 0 (the default) leaves the drill unchanged.
+     */
+    recall: int(0).default(0),
+    /** Recall turns more at the end of each long drill (lookup-drill.ts, `recallTurns`); needs `recall`. */
+    recallTurns: int(0).default(0),
+    /** Variant lines per recall turn (lookup-drill.ts, `variants`): ids found by their options; needs `recall`. */
+    variants: int(0).default(0),
+  }).strict()
+    .refine((d) => d.recall === 0 || d.maxOrders > 0, 'recall needs the long drill (maxOrders > 0)')
+    .refine((d) => d.recallTurns === 0 || d.recall > 0, 'recallTurns needs recall > 0')
+    .refine((d) => d.variants === 0 || d.recall > 0, 'variants needs recall > 0')
+    .optional(),
   /** World seeds the stream must never generate (the run's validation and test worlds). */
   excludeWorldSeeds: z.array(int(0)).default([]),
   /**
@@ -138,6 +152,7 @@ export type RetailStreamSpec = z.output<typeof RetailStreamSchema>;
 export function parseRetailStream(raw: unknown): RetailStreamSpec {
   const r = RetailStreamSchema.safeParse(raw);
   if (!r.success) throw new Error(`invalid sft.stream section:\n${r.error.issues.map((i) => `  sft.stream.${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  if ((r.data.lookupDrill?.recall ?? 0) > 0 && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.lookupDrill.recall: the recall turn is a note; set sft.stream.expert.notes: true as well');
   return r.data;
 }
 
@@ -202,7 +217,12 @@ function fingerprintSpec(spec: RetailStreamSpec): unknown {
     const { identity, proposals, ...rest } = spec.recovery;
     recovery = { ...rest, ...(identity ? {} : { identity }), ...(proposals ? { proposals } : {}) };
   }
-  return { ...spec, expert: { ...expert, ...(restate ? { restate } : {}), ...(notes ? { notes } : {}) }, recovery };
+  let lookupDrill: Record<string, unknown> | undefined;
+  if (spec.lookupDrill !== undefined) {
+    const { recall, recallTurns, variants, ...rest } = spec.lookupDrill;
+    lookupDrill = { ...rest, ...(recall ? { recall } : {}), ...(recallTurns ? { recallTurns } : {}), ...(variants ? { variants } : {}) };
+  }
+  return { ...spec, expert: { ...expert, ...(restate ? { restate } : {}), ...(notes ? { notes } : {}) }, recovery, lookupDrill };
 }
 
 export class RetailStream implements SftSource {
@@ -267,13 +287,13 @@ export class RetailStream implements SftSource {
     const lookups: TrajectoryRecord[] = [];
     if (s.lookupDrill && s.lookupDrill.share > 0) {
       const rng = new SynthRng(hash32(s.seed, 0xd4, step, k));
-      const { fresh, maxOrders, products } = s.lookupDrill;
+      const { fresh, maxOrders, products, recall, recallTurns, variants } = s.lookupDrill;
       for (const r of records) {
         for (let i = 0; i < fresh; i++) {
           const d = freshOrderLookupRecord(r, rng);
           if (d) lookups.push(d);
         }
-        const d = maxOrders > 0 ? lookupDrillRecord(r, domain, rng, { maxOrders, products, notes: s.expert.notes }) : undefined;
+        const d = maxOrders > 0 ? lookupDrillRecord(r, domain, rng, { maxOrders, products, notes: s.expert.notes, ...(recall > 0 ? { recall, recallTurns, variants } : {}) }) : undefined;
         if (d) lookups.push(d);
       }
     }

@@ -84,6 +84,89 @@ describe('lookup drill (order and product ids copied out of tool results)', () =
     assert.notDeepEqual(orderOf(1), orderOf(2));
   });
 
+  it('recall: after each order lookup, a note of items of all the orders read so far, by their order-details text, then a lookup of the last', async () => {
+    const { domain, records } = await episodes();
+    let drills = 0, farther = 0, lines = 0;
+    for (const r of records) {
+      const opts = { maxOrders: 4, products: 0.6, notes: true };
+      const plain = lookupDrillRecord(r, domain, new SynthRng(9), opts);
+      const d = lookupDrillRecord(r, domain, new SynthRng(9), { ...opts, recall: 3 });
+      if (!d || !plain) continue;
+      drills++;
+      const at = d.messages.findIndex((m) => (m.toolCalls ?? []).some((c) => c.name === 'get_user_details')) + 1;
+      assert.deepEqual(d.messages.slice(0, at + 1), r.messages.slice(0, at + 1), 'the conversation up to the user details is the expert\'s');
+      const db = domain.freshDb();
+      const orders: { items: { name: string; product_id: string; item_id: string }[] }[] = [];
+      let expectRecall = false;
+      for (let i = at + 1; i < d.messages.length; i += 2) {
+        const call: ToolCall = d.messages[i].toolCalls![0];
+        assert.equal(d.messages[i + 1].content, executeToolCall(domain, db, call).output, 'the tool\'s own output');
+        if (call.name === 'get_order_details') {
+          assert.equal(expectRecall, false, 'each order lookup is followed by one recall');
+          orders.push(JSON.parse(d.messages[i + 1].content!));
+          expectRecall = true;
+          continue;
+        }
+        assert.equal(call.name, 'get_product_details');
+        assert.ok(expectRecall, 'a product lookup follows an order lookup');
+        expectRecall = false;
+        const read = orders.flatMap((o) => o.items.map((it) => `{"name": ${JSON.stringify(it.name)}, "product_id": "${it.product_id}", "item_id": "${it.item_id}"}`));
+        const note: string[] = d.messages[i].reasoning!.split('\n');
+        assert.equal(note.length, Math.min(3, read.length));
+        assert.equal(new Set(note).size, note.length, 'each item once');
+        for (const line of note) assert.ok(read.includes(line), `an item read so far: ${line}`);
+        assert.equal(call.arguments.product_id, JSON.parse(note[note.length - 1]).product_id, 'the last line is the one looked up');
+        if (note.some((l: string) => !orders.at(-1)!.items.some((it) => l.includes(it.item_id)))) farther++;
+        lines += note.length;
+      }
+      assert.equal(orders.length, plain.messages.filter((m) => m.toolCalls?.[0]?.name === 'get_order_details').length, 'the same orders looked up');
+      assert.deepEqual(lookupDrillRecord(r, domain, new SynthRng(9), { ...opts, recall: 3 }), d, 'deterministic for a seed');
+    }
+    assert.ok(drills >= 3, `${drills} drills`);
+    assert.ok(farther >= 1 && lines >= 6, `${farther} notes reach an earlier order, ${lines} lines`);
+    // recallTurns: that many recall turns more after the last order lookup, the drill before them drawn as without.
+    for (const r of records) {
+      const opts = { maxOrders: 4, notes: true, recall: 3 };
+      const d = lookupDrillRecord(r, domain, new SynthRng(9), opts);
+      const more = lookupDrillRecord(r, domain, new SynthRng(9), { ...opts, recallTurns: 2 });
+      if (!d || !more) continue;
+      assert.deepEqual(more.messages.slice(0, d.messages.length), d.messages);
+      assert.equal(more.messages.length, d.messages.length + 4);
+      for (const m of more.messages.slice(d.messages.length).filter((x) => x.role === 'assistant')) {
+        assert.equal(m.toolCalls![0].name, 'get_product_details');
+        assert.equal(m.toolCalls![0].arguments.product_id, JSON.parse(m.reasoning!.split('\n').at(-1)!).product_id);
+      }
+    }
+    // variants: lines naming an item and another variant of its product, from product details read before the turn.
+    let variantLines = 0;
+    for (const r of records) {
+      const d = lookupDrillRecord(r, domain, new SynthRng(9), { maxOrders: 4, notes: true, recall: 3, recallTurns: 2, variants: 2 });
+      if (!d) continue;
+      const text = (upTo: number) => d.messages.slice(0, upTo).filter((m) => m.role === 'tool').map((m) => m.content).join('\n');
+      d.messages.forEach((m, i) => {
+        for (const line of m.reasoning?.split('\n') ?? []) {
+          const at = line.indexOf(' -> ');
+          if (at < 0) continue;
+          variantLines++;
+          const item = JSON.parse(line.slice(0, at)) as { name: string; product_id: string; item_id: string };
+          const to = JSON.parse(line.slice(at + 4)) as { options: Record<string, string>; item_id: string };
+          const read = text(i);
+          assert.ok(read.includes(line.slice(1, at - 1)), 'the item is an order\'s text read before');
+          const product: { variants: Record<string, { item_id: string; options: Record<string, string> }> } | undefined = d.messages.slice(0, i).filter((x) => x.role === 'tool' && x.content!.startsWith(`{"name": ${JSON.stringify(item.name)}, "product_id": "${item.product_id}", "variants"`)).map((x) => JSON.parse(x.content!) as { variants: Record<string, { item_id: string; options: Record<string, string> }> })[0];
+          assert.ok(product, 'its product\'s details were read before');
+          assert.deepEqual(product.variants[to.item_id].options, to.options, 'the variant\'s own options');
+          assert.notEqual(to.item_id, item.item_id, 'another variant');
+          assert.equal(line.slice(at), ` -> {"options": ${JSON.stringify(to.options).replace(/","/g, '", "').replace(/":"/g, '": "')}, "item_id": "${to.item_id}"}`, 'the tools\' JSON spacing');
+        }
+      });
+    }
+    assert.ok(variantLines >= 3, `${variantLines} variant lines`);
+    assert.throws(() => lookupDrillRecord(records[0], domain, new SynthRng(1), { notes: true, variants: 1 }), /variants needs recall/);
+    assert.throws(() => lookupDrillRecord(records[0], domain, new SynthRng(1), { notes: true, recallTurns: 1 }), /recallTurns needs recall/);
+    assert.throws(() => lookupDrillRecord(records[0], domain, new SynthRng(1), { recall: 2 }), /notes/);
+    assert.throws(() => lookupDrillRecord(records[0], domain, new SynthRng(1), { recall: 1.5, notes: true }), /recall/);
+  });
+
   it('skips a conversation without user details and rejects bad options', async () => {
     const { domain, records } = await episodes();
     const opening: TrajectoryRecord = { messages: records[0].messages.slice(0, 2) };

@@ -174,6 +174,25 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     assert.ok(notes.some((n) => n.startsWith('{"user_id": ')), 'a default-address write\'s note');
   });
 
+  it('lookupDrill.recall: 0 keeps the earlier fingerprint; on, the long drills end in a recall note; it needs expert.notes', async () => {
+    const ctx = await context();
+    const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 }, families: ['exchange', 'return'], expert: { notes: true }, lookupDrill: { share: 0.3, fresh: 0, products: 1 }, packing: 'fill' };
+    const plain = new RetailStream(parseRetailStream(base), ctx);
+    assert.equal(new RetailStream(parseRetailStream({ ...base, lookupDrill: { ...base.lookupDrill, recall: 0 } }), ctx).fingerprint, plain.fingerprint, 'recall: 0 is the stream written before the option');
+    const on = new RetailStream(parseRetailStream({ ...base, lookupDrill: { ...base.lookupDrill, recall: 4 } }), ctx);
+    assert.notEqual(on.fingerprint, plain.fingerprint);
+    const [p, o] = [(await plain.worldRecords(2, 0))!, (await on.worldRecords(2, 0))!];
+    assert.deepEqual(o.records, p.records, 'the conversations are the same');
+    assert.equal(o.lookups.length, p.lookups.length);
+    const noteLines = (ls: typeof o.lookups) => ls.flatMap((d) => d.messages.map((m) => m.reasoning?.split('\n').length ?? 0));
+    assert.ok(Math.max(...noteLines(o.lookups)) >= 2 && Math.max(...noteLines(p.lookups)) === 1, 'notes of several items only with recall');
+    assert.ok(noteLines(o.lookups).reduce((a, b) => a + b, 0) > 2 * noteLines(p.lookups).reduce((a, b) => a + b, 0), 'more noted items');
+    assert.throws(() => parseRetailStream({ ...base, expert: {}, lookupDrill: { ...base.lookupDrill, recall: 2 } }), /recall.*notes/);
+    assert.throws(() => parseRetailStream({ ...base, lookupDrill: { ...base.lookupDrill, maxOrders: 0, recall: 2 } }), /maxOrders/);
+    assert.throws(() => parseRetailStream({ ...base, lookupDrill: { ...base.lookupDrill, recallTurns: 1 } }), /recallTurns needs recall/);
+    assert.equal(new RetailStream(parseRetailStream({ ...base, lookupDrill: { ...base.lookupDrill, recallTurns: 0 } }), ctx).fingerprint, plain.fingerprint);
+  });
+
   it('familyOrder: rotate starts each world\'s task list at a seeded family, so every family leads; unset, the stream is as before', async () => {
     const ctx = await context();
     const base = { seed: 3, tasksPerWorld: 4, world: { products: 20, users: 30, orders: 60 } };

@@ -78,6 +78,11 @@ export function itemNote(item: { name: string; product_id: string; item_id: stri
   return toolJson([['name', item.name], ['product_id', item.product_id], ['item_id', item.item_id]]);
 }
 
+/** An item and the variant it becomes, as the notes before exchange and modification proposals write it. */
+export function variantNote(item: { name: string; product_id: string; item_id: string }, to: { options: Record<string, string>; item_id: string }): string {
+  return `${itemNote(item)} -> ${toolJson([['options', to.options], ['item_id', to.item_id]])}`;
+}
+
 function addressArgs(a: Address): Record<string, string> {
   return Object.fromEntries(ADDRESS_FIELDS.map((f) => [f, a[f]]));
 }
@@ -519,7 +524,7 @@ class ExpertSession implements AgentSession {
         const list = pairs.map((p) => `${p.name} ${p.itemId} -> ${p.newItemId} (${renderOptions(p.options)})`).join('; ');
         const verb = exchange ? 'exchange' : 'modify';
         // Each item as the order details print it, then the variant it becomes: its options, then its item id.
-        const note = pairs.map((p) => `${itemNote({ name: p.name, product_id: p.productId, item_id: p.itemId })} -> ${toolJson([['options', p.options], ['item_id', p.newItemId]])}`).join('\n');
+        const note = pairs.map((p) => variantNote({ name: p.name, product_id: p.productId, item_id: p.itemId }, { options: p.options, item_id: p.newItemId })).join('\n');
         return { ...this.confirm(plan, `Here are the details: ${verb} in order ${id}: ${list}. The price difference will be settled with ${pm}. Please make sure these are all the items, since this can only be done once for the order.`), note };
       }
       case 'return': {
