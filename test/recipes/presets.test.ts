@@ -32,6 +32,22 @@ describe('presets/*.yaml', () => {
   }
 });
 
+describe('docs/results/**/*.yaml (the run files behind recorded results)', () => {
+  const files = (readdirSync('docs/results', { recursive: true }) as string[]).filter((f) => f.endsWith('.yaml')).sort();
+  it('there are some', () => assert.ok(files.length >= 10, `${files.length} run files`));
+  for (const file of files) {
+    it(`${file} still parses as a run file (its SFT stream and config too)`, () => {
+      const raw = parseYaml(readFileSync(join('docs/results', file), 'utf8')) as Record<string, unknown>;
+      const { run, trainer } = parseStagesRunFile(raw);
+      assert.ok(trainer || run.sft, 'an SFT or a GRPO stage');
+      if (run.sft?.stream !== undefined) {
+        parseRetailStream(run.sft.stream);
+        assert.ok(parseSftConfig(run.sft.config).steps! > 0);
+      }
+    });
+  }
+});
+
 describe('runFileFromCheckpoint', () => {
   it('points the policy at the checkpoint, drops preset, overrides, data stage, curriculum and (by default) SFT', () => {
     const raw = parseYaml(readFileSync(join('presets', 'retail-tiny.yaml'), 'utf8'));
