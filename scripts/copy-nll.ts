@@ -42,6 +42,7 @@ import { microBatchInput } from '../src/rl/packing.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } from '../src/recipes/retail/stream.ts';
 import { loadRun } from '../src/recipes/load-run.ts';
+import { noteIdKind } from '../src/domains/retail/synth/expert.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false }, show: { type: 'string' }, 'show-chars': { type: 'string', default: '60' } } });
 const showChars = Number(a['show-chars']);
@@ -179,11 +180,7 @@ for (const d of scored) {
       digitRun[run].nll -= r.logprobs[i];
       digitRun[run].tokens++;
       if (run === 0 || numbers.length === 0) {
-        const before = text.slice(0, starts[i]);
-        const note = before.slice(before.lastIndexOf('<|channel|>analysis<|message|>'));
-        const inNote = before.lastIndexOf('<|channel|>analysis<|message|>') > before.lastIndexOf('<|end|>');
-        const kind = !inNote ? undefined : / -> [^\n]*"item_id": "$/.test(note) ? 'variant' : / -> [^\n]*$/.test(note) ? undefined : /"(product|item)_id": "$/.exec(note)?.[1];
-        numbers.push({ nll: 0, sure: true, orderId: /#W$/.test(text.slice(Math.max(0, starts[i] - 2), starts[i])), note: kind === 'product' || kind === 'item' || kind === 'variant' ? kind : '', firstP: Math.exp(r.logprobs[i]) });
+        numbers.push({ nll: 0, sure: true, orderId: /#W$/.test(text.slice(Math.max(0, starts[i] - 2), starts[i])), note: noteIdKind(text, starts[i]) ?? '', firstP: Math.exp(r.logprobs[i]) });
       }
       numbers[numbers.length - 1].nll -= r.logprobs[i];
       if (!(r.logprobs[i] > Math.log(0.5))) numbers[numbers.length - 1].sure = false;

@@ -88,7 +88,21 @@ function check(rows: readonly Row[]): { tally: Tally; clean: number[]; wrong: nu
 function readRows(dir: string): Row[] {
   const file = ['trajectories.jsonl', 'episodes.jsonl'].map((f) => join(dir, f)).find((f) => existsSync(f));
   if (!file) throw new Error(`${dir}: no trajectories.jsonl or episodes.jsonl`);
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Row);
+  const rows: Row[] = [];
+  readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
+    if (line.trim() === '') return;
+    let row: unknown;
+    try {
+      row = JSON.parse(line);
+    } catch (e) {
+      throw new Error(`${file}:${i + 1}: not JSON (${(e as Error).message})`, { cause: e });
+    }
+    if (typeof row !== 'object' || row === null || (row as Row).messages !== undefined && !Array.isArray((row as Row).messages)) {
+      throw new Error(`${file}:${i + 1}: not an episode record (an object whose messages are a list)`);
+    }
+    rows.push(row as Row);
+  });
+  return rows;
 }
 
 const dirs = process.argv.slice(2);

@@ -1,7 +1,9 @@
 /**
  * What a retail stream's steps train on: tokens generated and tokens kept in the step's rows, by kind of document
  * (conversation, identity drill, write drill, copy drill), for the stream of an SFT run file, and the requests the
- * conversations make (the kind of each one's first user message, as the expert reads it), summed over the steps.
+ * conversations make (the kind of each one's first user message, as the expert reads it), summed over the steps, and the
+ * noted items each step trains on (lines of the expert's notes that name an item, `{"name": …`; src/domains/retail/
+ * synth/expert.ts, `notes`, and the lookup drills' recall turns).
  *
  *   node --import tsx scripts/stream-composition.ts --config RUN.yaml [--steps 5,77]
  *
@@ -43,6 +45,11 @@ for (const step of steps) {
     return WRITE.test(text) ? 'write' : /to=functions\.get_order_details/.test(text) ? 'lookup' : 'identity';
   });
   const kept = new Set(d.rows.flatMap((r) => r.docs));
+  let notedItems = 0;
+  for (const i of kept) {
+    const text = built.tokenizer.decode([...d.docs[i].tokens]);
+    for (const part of text.split('<|channel|>analysis<|message|>').slice(1)) notedItems += part.slice(0, part.indexOf('<|end|>')).split('\n').filter((l) => l.startsWith('{"name": ')).length;
+  }
   const table: Record<string, { generated: number; kept: number; docs: string }> = {};
   const keptTotal = d.rows.reduce((s, r) => s + r.length, 0);
   const counts: Record<string, [number, number]> = {};
@@ -54,7 +61,7 @@ for (const step of steps) {
     if (kept.has(i)) { t.kept += doc.tokens.length; c[0]++; }
   });
   for (const [k, t] of Object.entries(table)) t.docs = `${counts[k][0]}/${counts[k][1]} kept`;
-  console.log(`step ${step}: ${keptTotal} of ${seqLen * rowsPerStep} row tokens filled`);
+  console.log(`step ${step}: ${keptTotal} of ${seqLen * rowsPerStep} row tokens filled, ${notedItems} noted items`);
   if (stream.lastStats!.drillKept) console.log(`  drill tokens kept, as the stream counts them: ${JSON.stringify(stream.lastStats!.drillKept)}`);
   for (const [k, t] of Object.entries(table)) console.log(`  ${k.padEnd(12)} generated ${String(t.generated).padStart(6)}  kept ${String(t.kept).padStart(6)} (${(100 * t.kept / keptTotal).toFixed(1)} % of kept)  ${t.docs}`);
 }

@@ -56,7 +56,7 @@ export class LearnableTaskSampler {
   private readonly members: number[][];
   /** Key index of each task id. */
   private readonly keyOfTask: Map<string, number>;
-  private state: TaskSamplerState;
+  private state: Required<TaskSamplerState>;
 
   constructor(private readonly tasks: readonly string[], keyOfTask: (taskId: string) => string | undefined, private readonly config: LearnableSamplingConfig) {
     if (!(config.floor > 0)) throw new Error(`data.sampling.floor must be > 0, got ${config.floor}`);
@@ -100,7 +100,7 @@ export class LearnableTaskSampler {
 
   private relativeCost(): number[] {
     const s = this.state, total = this.tasks.length;
-    const mean = this.keys.map((_, i) => (s.groups[i] > 0 && (s.tokens?.[i] ?? 0) > 0 ? s.tokens![i] / s.groups[i] : NaN));
+    const mean = this.keys.map((_, i) => (s.groups[i] > 0 && s.tokens[i] > 0 ? s.tokens[i] / s.groups[i] : NaN));
     let num = 0, den = 0;
     mean.forEach((m, i) => {
       if (Number.isNaN(m)) return;
@@ -136,7 +136,6 @@ export class LearnableTaskSampler {
   /** One step's groups: each its task, whether its rewards differed, and its tokens (all its episodes). Decays the counts first. */
   update(groups: readonly { taskId: string; informative: boolean; tokens?: number }[]): void {
     const s = this.state;
-    s.tokens ??= new Array(this.keys.length).fill(0);
     for (let i = 0; i < this.keys.length; i++) {
       s.informative[i] *= this.config.decay;
       s.groups[i] *= this.config.decay;
@@ -163,6 +162,7 @@ export class LearnableTaskSampler {
     const ok = [saved.informative, saved.groups, saved.cursors, ...(saved.tokens !== undefined ? [saved.tokens] : [])].every((a) => Array.isArray(a) && a.length === K) && Array.isArray(saved.orders) && saved.orders.length === K &&
       saved.orders.every((o, i) => Array.isArray(o) && (o.length === 0 || o.length === this.members[i].length));
     if (!ok) throw new Error('the checkpoint\'s task sampler state is malformed');
-    this.state = structuredClone(saved);
+    // a state written before token counts: none counted yet
+    this.state = structuredClone({ ...saved, tokens: saved.tokens ?? new Array(K).fill(0) });
   }
 }

@@ -83,6 +83,22 @@ export function variantNote(item: { name: string; product_id: string; item_id: s
   return `${itemNote(item)} -> ${toolJson([['options', to.options], ['item_id', to.item_id]])}`;
 }
 
+/** Where a note of a rendered conversation or drill opens (harmony's analysis channel) and where a message ends. */
+const NOTE_OPEN = '<|channel|>analysis<|message|>', MESSAGE_END = '<|end|>';
+
+/**
+ * Which id of a note starts at `at` in rendered harmony text `text`, or undefined when `at` is not the start of a note's
+ * id: `product` or `item` in an item's text (`itemNote`), `variant` for the new item id after a proposal note's ` -> `
+ * (`variantNote`). Diagnostics use it to score the copies the notes are for (scripts/copy-nll.ts, scripts/recall-nll.ts).
+ */
+export function noteIdKind(text: string, at: number): 'product' | 'item' | 'variant' | undefined {
+  const open = text.lastIndexOf(NOTE_OPEN, at - 1);
+  if (open < 0 || open < text.lastIndexOf(MESSAGE_END, at - 1)) return undefined;
+  const line = text.slice(Math.max(open + NOTE_OPEN.length, text.lastIndexOf('\n', at - 1) + 1), at);
+  if (line.includes(' -> ')) return line.endsWith('"item_id": "') ? 'variant' : undefined;
+  return line.endsWith('"product_id": "') ? 'product' : line.endsWith('"item_id": "') ? 'item' : undefined;
+}
+
 function addressArgs(a: Address): Record<string, string> {
   return Object.fromEntries(ADDRESS_FIELDS.map((f) => [f, a[f]]));
 }
