@@ -6,7 +6,8 @@
  * - step-level continuous batching (`createStepModelEngine`), every turn prefilled again;
  * - step-level + sessions: each trajectory's KV cache kept between turns, only new tokens fed.
  * All three sample exactly the same tokens (checked). Then long episodes (retail-sized model and contexts): decode
- * attention in the JS loop vs the Wasm kernel, one token per step vs chunked session feeding.
+ * attention in the JS loop vs the Wasm kernel, one token per step vs chunked session feeding, and a chunk's
+ * full-attention layers one query at a time vs as query tiles of the blockwise kernel (src/model/ops/chunk-attention-wasm.ts).
  * Writes bench/results/rollout.{json,md}.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { validateConfig } from '../src/model/config.ts';
+import { DEFAULT_TILE_MIN, MAX_DECODE_CHUNK } from '../src/model/generate.ts';
 import { GptOssModel } from '../src/model/model.ts';
 import { AgentLoop, type AgentEnv } from '../src/rollout/agent-loop.ts';
 import { sampleGroups } from '../src/rollout/groups.ts';
@@ -65,7 +67,8 @@ for (const [name, make] of [
 // Long episodes: a retail-sized model (tiny-4m's shape, 8192 positions) and retail-sized contexts: a ~1k-token
 // prompt, then 8 turns of ≤ 40 sampled tokens, each answered by a ~250-token observation (≈ 3.3k tokens at the end,
 // 50 times the 64-token window). Decode attention in the JS reference loop with one token per step (before), on
-// the Wasm kernel with one token per step, and on the Wasm kernel with a session's observation fed in chunks.
+// the Wasm kernel with one token per step, and on the Wasm kernel with a session's observation fed in chunks, those
+// chunks' full-layer attention one query at a time or as query tiles.
 const longConfig = validateConfig({
   num_hidden_layers: 4, hidden_size: 160, num_attention_heads: 8, num_key_value_heads: 2, head_dim: 24, sliding_window: 64,
   num_local_experts: 4, num_experts_per_tok: 2, intermediate_size: 256, vocab_size: s.tokenizer.vocabSize, rope_theta: 10000,
@@ -83,7 +86,8 @@ let longReference: string | undefined;
 for (const [name, options] of [
   ['JS attention, 1 token per step (before)', { decodeKernel: 'js', decodeChunk: 1 }],
   ['Wasm attention, 1 token per step', { decodeKernel: 'wasm', decodeChunk: 1 }],
-  ['Wasm attention, 256-token chunks', { decodeKernel: 'wasm', decodeChunk: 256 }],
+  ['Wasm attention, 256-token chunks, one query at a time', { decodeKernel: 'wasm', decodeChunk: 256, decodeTileMin: MAX_DECODE_CHUNK + 1 }],
+  [`Wasm attention, 256-token chunks, full layers as query tiles (chunks of ${DEFAULT_TILE_MIN}+)`, { decodeKernel: 'wasm', decodeChunk: 256 }],
 ] as const) {
   const engine = createStepModelEngine(longModel, { maxBatchSize: 16, sessionCapacity: 8192, ...options });
   const loop = new AgentLoop({ format: s.format, engine, sampling: { temperature: 1 }, maxTurns: 8, maxResponseTokens: 6000, maxTokensPerTurn: 40 });
@@ -113,8 +117,9 @@ const md = [
   '',
   '## Long episodes (tiny-4m shape, ~1k-token prompt, 8 turns with ~250-token observations, 16 trajectories, sessions)',
   '',
-  'Decoded tokens = sampled tokens fed back plus the observations fed into the session caches. The Wasm kernel computes',
-  'in float32 where the JS loop accumulates in float64, so sampled tokens may differ from the first row in rare draws.',
+  'Decoded tokens = sampled tokens fed back plus the observations fed into the session caches. The Wasm kernels compute',
+  'in float32 where the JS loop accumulates in float64, and the tile kernel\'s exp is another polynomial, so sampled',
+  'tokens may differ from the first row in rare draws.',
   '',
   '| decode | seconds | sampled tokens | decoded tokens | longest context | decoded tok/s | same tokens as row 1 |',
   '| --- | ---: | ---: | ---: | ---: | ---: | --- |',

@@ -29,7 +29,9 @@
  * to a proposal's ` -> ` (which names a new variant), each kind apart: how many, the share written with every token at
  * p > 0.5, and the median probability of their first digit group. The product id is found by the item's name alone;
  * the item id then follows the product id as in the order details. `variant`: the new variant's id after a proposal
- * note's ` -> {"options": {…}, "item_id": "`, found by its options (the product details print it before them).
+ * note's ` -> {"options": {…}, "item_id": "`, found by its options (the product details print it before them), or after
+ * ` -> {"item_id": "` at the end of a variant walk (`expert.walk`), copied from the walk's last entry. `walk`: the ids of
+ * the variant entries a walk repeats from the product details.
  *
  * `--address` scores the last N documents that write an address instead, and splits out the address tokens of the write
  * call (`address1`, `address2`, `city`, `state`, `zip`: copied from the customer's sentence) as `addressNll`.
@@ -110,7 +112,7 @@ const digitRun = Array.from({ length: 12 }, () => ({ nll: 0, tokens: 0 }));
  * Every number the agent writes, whole: its summed NLL and whether each of its tokens got p > 0.5. Per number rather
  * than per token, so that tokenizers with one digit per token and with digit groups compare.
  */
-const numbers: { nll: number; sure: boolean; orderId: boolean; note: '' | 'product' | 'item' | 'variant'; firstP: number }[] = [];
+const numbers: { nll: number; sure: boolean; orderId: boolean; note: '' | NonNullable<ReturnType<typeof noteIdKind>>; firstP: number }[] = [];
 let digitNll = 0, digits = 0, confident = 0, otherNll = 0, others = 0, nameNll = 0, names = 0, nameConfident = 0;
 const byTool = new Map<string, { ok: number; calls: number }>();
 /** The action word of each proposal ("Here is the change: pay …", "Here are the details: return …"): the decision. */
@@ -220,13 +222,13 @@ function numberSummary() {
     const p = xs.map((n) => n.firstP).sort((u, v) => u - v);
     return p.length === 0 ? null : Number(p[Math.floor(p.length / 2)].toFixed(3));
   };
-  const notes = (kind: 'product' | 'item' | 'variant') => numbers.filter((n) => n.note === kind);
+  const notes = (kind: NonNullable<ReturnType<typeof noteIdKind>>) => numbers.filter((n) => n.note === kind);
   const mean = (xs: typeof numbers, f: (n: (typeof numbers)[number]) => number) => (xs.length === 0 ? null : Number((xs.reduce((t, n) => t + f(n), 0) / xs.length).toFixed(3)));
   return {
     numbers: numbers.length, numberNll: mean(numbers, (n) => n.nll), numberSure: mean(numbers, (n) => Number(n.sure)),
     orderIds: orders.length, orderIdNll: mean(orders, (n) => n.nll), orderIdSure: mean(orders, (n) => Number(n.sure)),
-    noteIds: { product: notes('product').length, item: notes('item').length, variant: notes('variant').length },
-    noteIdSure: { product: mean(notes('product'), (n) => Number(n.sure)), item: mean(notes('item'), (n) => Number(n.sure)), variant: mean(notes('variant'), (n) => Number(n.sure)) },
-    noteIdFirstP: { product: median(notes('product')), item: median(notes('item')), variant: median(notes('variant')) },
+    noteIds: { product: notes('product').length, item: notes('item').length, variant: notes('variant').length, walk: notes('walk').length },
+    noteIdSure: { product: mean(notes('product'), (n) => Number(n.sure)), item: mean(notes('item'), (n) => Number(n.sure)), variant: mean(notes('variant'), (n) => Number(n.sure)), walk: mean(notes('walk'), (n) => Number(n.sure)) },
+    noteIdFirstP: { product: median(notes('product')), item: median(notes('item')), variant: median(notes('variant')), walk: median(notes('walk')) },
   };
 }

@@ -29,7 +29,7 @@ if (!built.model || !built.conversation) throw new Error('the config needs a gpt
 const spec = parseRetailStream(run.sft?.stream);
 if (!spec.lookupDrill?.recall) throw new Error(`${a.config}: sft.stream.lookupDrill.recall is not set (no recall notes to score)`);
 const stream = new RetailStream(spec, { format: built.deps.format, tokenizer: built.tokenizer, conversation: built.conversation, seqLen: 6144, rowsPerStep: 3 });
-const probs: Record<'product' | 'item' | 'variant', number[]> = { product: [], item: [], variant: [] };
+const probs: Record<NonNullable<ReturnType<typeof noteIdKind>>, number[]> = { product: [], item: [], variant: [], walk: [] };
 for (const step of [100000, 100001, 100002]) {
   const w = await stream.worldRecords(step, 0);
   if (!w) continue;

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { exportCommand, initCommand, logprobsCommand, parseTokenList } from '../model/checkpoint/commands.ts';
+import { exportCommand, initCommand, logprobsCommand, parseTokenList, widenCommand } from '../model/checkpoint/commands.ts';
 import type { StoredFloat } from '../model/checkpoint/hf.ts';
 import { shipModelSettings } from '../recipes/model-settings.ts';
 
@@ -54,6 +54,21 @@ export function register(program: Command): void {
       for (const w of r.warnings) console.error(`warning: ${w}`);
       console.log(`wrote ${r.out} (${r.bytes} bytes)`);
       if (o.format === 'gguf' && o.tokenizer === undefined) console.error('note: no --tokenizer given, so the file has no tokenizer.ggml.* vocabulary; llama.cpp needs one to load it');
+    });
+
+  model
+    .command('widen')
+    .argument('<dir>', 'checkpoint directory (config.json + safetensors), e.g. models/retail-pretrain-v3-stage3')
+    .description('add attention heads without changing what the model computes: copies of its key/value heads, zero-output query heads')
+    .requiredOption('--out <dir>', 'folder to write the widened checkpoint to (with the tokenizer.json and longrun.json of <dir>)')
+    .option('--kv-heads <n>', 'key/value heads of the result: a multiple of the checkpoint\'s (up to the query heads: multi-head attention)', count('--kv-heads'))
+    .option('--query-heads <n>', 'query heads of the result: at least the checkpoint\'s; added heads start with zero o_proj columns', count('--query-heads'))
+    .option('--seed <n>', 'seed of the added query heads\' q rows', '0')
+    .action((dir: string, o: { out: string; kvHeads?: number; queryHeads?: number; seed: string }) => {
+      const seed = Number(o.seed);
+      if (!Number.isSafeInteger(seed)) throw new Error(`--seed must be an integer, got ${JSON.stringify(o.seed)}`);
+      const r = widenCommand(dir, { out: o.out, kvHeads: o.kvHeads, queryHeads: o.queryHeads, seed });
+      console.log(`wrote ${r.out}: ${r.paramsBefore.toLocaleString('en-US')} → ${r.params.toLocaleString('en-US')} parameters (${[...r.files, ...r.copied].join(', ')})`);
     });
 
   model

@@ -18,6 +18,7 @@ import { disposeMoeSaved, moeForward } from './layers/moe.ts';
 import { LayerKvCache } from './kvcache.ts';
 import type { GptOssModel } from './model.ts';
 import { decodeAttentionOne } from './ops/decode-attention.ts';
+import { chunkAttentionTiles } from './ops/chunk-attention-wasm.ts';
 import { decodeAttentionWasm } from './ops/decode-attention-wasm.ts';
 import { sampleToken, validateSampling, type SamplingOptions } from './sampling.ts';
 
@@ -87,11 +88,40 @@ export function prefill(model: GptOssModel, prompts: Int32Array[], caches: Seque
  * taken in order from `tokens`, the first at position caches[b][·].length. Appends their keys and values and
  * returns the logits [B, V] after each sequence's last fed token. The projections, MoE and head run on all fed
  * tokens together; attention is single-query per token against its sequence's cache, on the Wasm kernels when the
- * model runs on them.
+ * model runs on them, except that a sequence feeding at least `tileMin` tokens has their full-attention layers run as
+ * query tiles (ops/chunk-attention-wasm.ts).
  */
 export interface DecodeOptions {
   /** Attention kernel: 'wasm' (default when the model runs on the Wasm kernels) or 'js' (the reference loop; benchmarks). */
   kernel?: 'wasm' | 'js';
+  /**
+   * Wasm kernel: a sequence feeding at least this many tokens in the step has their full-attention layers computed as
+   * query tiles by the blockwise kernel (ops/chunk-attention-wasm.ts) instead of one query at a time. Default
+   * DEFAULT_TILE_MIN; a value above MAX_DECODE_CHUNK turns it off (benchmarks).
+   */
+  tileMin?: number;
+}
+
+/** Shortest chunk whose full-layer attention runs as query tiles (bench/rollout.ts measures the choice). */
+export const DEFAULT_TILE_MIN = 32;
+
+/** The single-query Wasm kernel on some of the step's tokens (those not computed as tiles): gathered, run, scattered. */
+function decodeSubset(qh: Tensor, tokens: Int32Array, cacheOf: (t: number) => LayerKvCache, positions: Int32Array, sinks: Tensor,
+  hq: number, hkv: number, d: number, scale: number, orows: Tensor): void {
+  const N = qh.shape[1], n = tokens.length, row = hq * d;
+  const q = Tensor.empty([hq, n, d], { tag: TAG.act }), o = Tensor.empty([n, row], { tag: TAG.act });
+  try {
+    const qd = qh.data(), sub = q.data();
+    for (let h = 0; h < hq; h++) tokens.forEach((t, i) => sub.set(qd.subarray((h * N + t) * d, (h * N + t + 1) * d), (h * n + i) * d));
+    decodeAttentionWasm(q, Array.from(tokens, (t) => {
+      const cache = cacheOf(t);
+      return { cache, lo: cache.lowest(positions[t]), hi: positions[t] };
+    }), sinks, hq, hkv, d, scale, o);
+    const od = o.data(), out = orows.data();
+    tokens.forEach((t, i) => out.set(od.subarray(i * row, (i + 1) * row), t * row));
+  } finally {
+    q.dispose(); o.dispose();
+  }
 }
 
 export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: SequenceCache[], adapters = true, counts?: ArrayLike<number>,
@@ -108,6 +138,11 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
     last[b] = t - 1;
   }
   const wasm = options.kernel !== 'js' && ctx.impl === 'wasm' && d % 4 === 0;
+  const tileMin = options.tileMin ?? DEFAULT_TILE_MIN;
+  if (!(Number.isInteger(tileMin) && tileMin >= 1)) throw new RangeError(`decodeStep: tileMin must be a positive integer, got ${tileMin}`);
+  // Sequences whose chunk is long enough for query tiles (the blockwise kernel needs d % 8 == 0), and the other tokens.
+  const tiled = wasm && d % 8 === 0 ? Array.from({ length: B }, (_, b) => b).filter((b) => per[b] >= tileMin) : [];
+  const single = tiled.length === 0 ? null : Int32Array.from({ length: N }, (_, t) => t).filter((t) => per[seqOf[t]] < tileMin);
   const scale = 1 / Math.sqrt(d);
   let scores = new Float64Array(64);
   let x = embeddingForward(ctx, model.param('model.embed_tokens.weight'), tokens);
@@ -119,7 +154,11 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
     const orows = Tensor.empty([N, hq * d], { tag: TAG.act });
     const kd = kh.data(), vd = vh.data();
     for (let t = 0; t < N; t++) caches[seqOf[t]][L.index].append(kd, vd, N, t);
-    if (wasm) {
+    if (wasm && single && !caches[0][L.index].ring) {
+      const sinks = L.attn.sinks.toArray();
+      for (const b of tiled) chunkAttentionTiles(qh, last[b] - per[b] + 1, per[b], caches[b][L.index], sinks, hq, hkv, d, scale, ctx.attnBlock, orows);
+      if (single.length > 0) decodeSubset(qh, single, (t) => caches[seqOf[t]][L.index], positions, L.attn.sinks, hq, hkv, d, scale, orows);
+    } else if (wasm) {
       decodeAttentionWasm(qh, Array.from(positions, (p, t) => {
         const cache = caches[seqOf[t]][L.index];
         return { cache, lo: cache.lowest(p), hi: p };

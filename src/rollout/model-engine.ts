@@ -31,6 +31,11 @@ export interface ModelEngineOptions {
   decodeChunk?: number;
   /** Decode attention kernel (default 'wasm' on the Wasm backend; 'js' is the reference loop, for benchmarks). */
   decodeKernel?: 'wasm' | 'js';
+  /**
+   * Step level, Wasm kernel: chunks of at least this many tokens run their full-attention layers as query tiles
+   * (default DEFAULT_TILE_MIN; above MAX_DECODE_CHUNK = never, for benchmarks).
+   */
+  decodeTileMin?: number;
 }
 
 export function modelGenerateBatch(model: GptOssModel, adapters = true): GenerateBatchFn {
@@ -75,10 +80,12 @@ export function modelGenerateBatch(model: GptOssModel, adapters = true): Generat
 }
 
 /** The model as a `StepModel`: one KV cache per sequence, packed prefill, batched decode steps. */
-export function gptOssStepModel(model: GptOssModel, adapters = true, options: Pick<ModelEngineOptions, 'decodeChunk' | 'decodeKernel'> = {}): StepModel<SequenceCache> {
+export function gptOssStepModel(model: GptOssModel, adapters = true, options: Pick<ModelEngineOptions, 'decodeChunk' | 'decodeKernel' | 'decodeTileMin'> = {}): StepModel<SequenceCache> {
   const chunk = options.decodeChunk ?? MAX_DECODE_CHUNK;
   if (!(Number.isInteger(chunk) && chunk >= 1 && chunk <= MAX_DECODE_CHUNK)) throw new RangeError(`decodeChunk must be an integer in 1–${MAX_DECODE_CHUNK}, got ${chunk}`);
-  const decodeOptions = { kernel: options.decodeKernel };
+  const tileMin = options.decodeTileMin;
+  if (tileMin !== undefined && !(Number.isInteger(tileMin) && tileMin >= 1)) throw new RangeError(`decodeTileMin must be a positive integer, got ${tileMin}`);
+  const decodeOptions = { kernel: options.decodeKernel, tileMin };
   return {
     vocabSize: model.config.vocab_size,
     prefill(prompts, capacities) {

@@ -53,6 +53,27 @@ describe('longrun model CLI', () => {
     }
   });
 
+  it('widen writes a checkpoint with more heads and the same log-probs; it refuses its own folder and bad head counts', () => {
+    const wide = join(tmp.dir, 'tiny-wide');
+    writeFileSync(join(ckpt, 'tokenizer.json'), '{"placeholder": true}');
+    const out = run('widen', ckpt, '--kv-heads', '4', '--query-heads', '8', '--out', wide);
+    assert.match(out, /wrote .*tiny-wide: .* → .* parameters \(model\.safetensors, tokenizer\.json\)/);
+    const w = loadCheckpoint(wide);
+    assert.equal(w.config.num_key_value_heads, 4);
+    assert.equal(w.config.num_attention_heads, 8);
+    assert.equal(readFileSync(join(wide, 'tokenizer.json'), 'utf8'), '{"placeholder": true}');
+    const a = logprobsCommand(ckpt, tokens), b = logprobsCommand(wide, tokens);
+    for (let i = 0; i < tokens.length; i++) for (let v = 0; v < a[i].length; v++) assert.ok(Math.abs(a[i][v] - b[i][v]) < 1e-4);
+    const fail = (...args: string[]) => spawnSync(process.execPath, [BIN, 'model', 'widen', ...args], { encoding: 'utf8', env: { ...process.env, LONGRUN_THREADS: '1' } });
+    const same = fail(ckpt, '--kv-heads', '4', '--out', ckpt);
+    assert.notEqual(same.status, 0);
+    assert.match(same.stderr, /--out must be another folder/);
+    const bad = fail(ckpt, '--kv-heads', '3', '--out', join(tmp.dir, 'tiny-bad'));
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr, /multiple of the checkpoint's 2 key\/value heads/);
+    assert.ok(!existsSync(join(tmp.dir, 'tiny-bad', 'model.safetensors')));
+  });
+
   it('export writes GGUF and safetensors (BF16, MXFP4 experts) that load back', () => {
     const ggufPath = join(tmp.dir, 'tiny.gguf');
     assert.match(run('export', ckpt, '--format', 'gguf', '--out', ggufPath, '--dtype', 'f16'), /wrote .*tiny\.gguf/);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Mulberry32Rng } from '../../src/engine/index.ts';
-import { createCaches, decodeStep, generate, prefill } from '../../src/model/generate.ts';
+import { createCaches, decodeStep, generate, MAX_DECODE_CHUNK, prefill } from '../../src/model/generate.ts';
 import { GptOssModel } from '../../src/model/model.ts';
 import { sampleToken } from '../../src/model/sampling.ts';
 import { randomTokens, testConfig } from './helpers.ts';
@@ -50,7 +50,13 @@ for (const mlp of ['moe', 'dense'] as const) test(`KV-cache decode gives the ful
   model.dispose();
 });
 
-for (const impl of ['wasm', 'reference'] as const) test(`chunked decode: several tokens of a sequence per step (a session's observation) give the full-forward logits, past the window (${impl})`, () => {
+const chunkCases = [
+  { impl: 'wasm', tileMin: MAX_DECODE_CHUNK + 1, what: 'wasm, one query at a time' },
+  { impl: 'wasm', tileMin: 1, what: 'wasm, every full-layer chunk as query tiles' },
+  { impl: 'wasm', tileMin: 4, what: 'wasm, chunks of 4+ as query tiles, the rest one query at a time' },
+  { impl: 'reference', tileMin: undefined, what: 'reference' },
+] as const;
+for (const { impl, tileMin, what } of chunkCases) test(`chunked decode: several tokens of a sequence per step (a session's observation) give the full-forward logits, past the window (${what})`, () => {
   // window 4 with chunks up to 9 tokens: a chunk's first token needs keys the chunk's later ones would overwrite
   // in a ring of exactly W slots
   const cfg = testConfig({ num_hidden_layers: 3, layer_types: undefined });
@@ -73,7 +79,7 @@ for (const impl of ['wasm', 'reference'] as const) test(`chunked decode: several
     const active = seqs.map((_, b) => b).filter((b) => fedTo[b] < seqs[b].length);
     const counts = active.map((b) => Math.min(plan[b], seqs[b].length - fedTo[b]));
     const toks = Int32Array.from(active.flatMap((b, i) => [...seqs[b].subarray(fedTo[b], fedTo[b] + counts[i])]));
-    const logits = decodeStep(model, toks, active.map((b) => caches[b]), true, counts);
+    const logits = decodeStep(model, toks, active.map((b) => caches[b]), true, counts, { tileMin });
     active.forEach((b, i) => {
       fedTo[b] += counts[i];
       const lp = logSoftmax(logits.subarray(i * V, (i + 1) * V));
@@ -84,6 +90,7 @@ for (const impl of ['wasm', 'reference'] as const) test(`chunked decode: several
   assert.ok(steps >= 5);
   assert.ok(worst < 2e-4, `chunked decode vs full forward max |Δ log p| = ${worst}`);
   assert.throws(() => decodeStep(model, Int32Array.from([1, 2]), [caches[0]], true, [3]), /counts add up to 3, not the 2 tokens/);
+  assert.throws(() => decodeStep(model, Int32Array.from([1]), [caches[0]], true, [1], { tileMin: 0 }), /tileMin must be a positive integer/);
   for (const c of caches) for (const l of c) l.dispose();
   model.dispose();
 });

@@ -1,5 +1,6 @@
 /** The work behind `longrun model …` (the CLI file only parses arguments and prints). */
-import { existsSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { loadBpeModel } from '../../llm/bpe-model.ts';
 import { presetConfig } from '../config.ts';
 import { GptOssModel } from '../model.ts';
@@ -8,6 +9,7 @@ import { CheckpointError } from './errors.ts';
 import { exportGguf } from './gguf-export.ts';
 import { loadCheckpoint, saveCheckpoint, type StoredFloat } from './hf.ts';
 import { loadModel, saveModel } from './model-io.ts';
+import { widenAttention } from './widen.ts';
 
 export interface InitCommandOptions {
   preset: string;
@@ -94,4 +96,33 @@ export function logprobsCommand(dir: string, tokens: readonly number[]): number[
   } finally {
     model.dispose();
   }
+}
+
+export interface WidenCommandOptions {
+  out: string;
+  kvHeads?: number;
+  queryHeads?: number;
+  seed?: number;
+}
+
+/**
+ * `longrun model widen`: the checkpoint with more attention heads and the same function (widen.ts), written to `out`
+ * with the folder's tokenizer.json and longrun.json beside it (the prompts do not change), never its optimizer state.
+ */
+export function widenCommand(dir: string, o: WidenCommandOptions): { out: string; params: number; paramsBefore: number; files: string[]; copied: string[] } {
+  const resolvedIn = resolve(dir), resolvedOut = resolve(o.out);
+  if (resolvedIn === resolvedOut) throw new CheckpointError('BAD_ARGUMENT', '--out must be another folder than the checkpoint');
+  if (existsSync(join(o.out, 'model.safetensors'))) throw new CheckpointError('BAD_ARGUMENT', `${o.out} already holds a model.safetensors; choose an empty folder`);
+  const loaded = loadCheckpoint(dir);
+  const w = widenAttention(loaded, { kvHeads: o.kvHeads, queryHeads: o.queryHeads, seed: o.seed });
+  mkdirSync(o.out, { recursive: true });
+  const { files } = saveCheckpoint(o.out, w.config, w.params);
+  const copied: string[] = [];
+  for (const f of ['tokenizer.json', 'longrun.json']) {
+    if (existsSync(join(dir, f))) {
+      copyFileSync(join(dir, f), join(o.out, f));
+      copied.push(f);
+    }
+  }
+  return { out: o.out, params: countParams(w.config).total, paramsBefore: countParams(loaded.config).total, files, copied };
 }

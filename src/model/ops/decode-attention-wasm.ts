@@ -21,7 +21,8 @@ export function decodeAttentionWasm(q: Tensor, queries: readonly DecodeQuery[], 
   const rt = getRuntime(), n = queries.length;
   let maxSpan = 1;
   for (const s of queries) maxSpan = Math.max(maxSpan, s.hi - s.lo + 1);
-  const scratchPer = Math.ceil((maxSpan * 4) / 64) * 64;
+  // a token's scores and the kernel's eight accumulator vectors (assembly/decode.ts: decodeScratchBytes)
+  const scratchPer = Math.ceil(Number(rt.exports.decodeScratchBytes(maxSpan)) / 64) * 64;
   const table = rt.alloc(n * 20, 16, 'engine.temp');
   const scratch = rt.alloc(scratchPer * rt.threads, 64, 'engine.temp');
   try {

@@ -67,7 +67,12 @@ export const RetailStreamSchema = z.object({
      * Off by default.
      */
     notes: z.boolean().default(false),
-  }).strict().default({ mistakeRate: 0, restate: false, notes: false }),
+    /**
+     * With `notes`: the note before an exchange or modification proposal walks the product's variants as printed, up
+     * to the one wanted (`ExpertAgentOptions.walk`), so the new variant's id is copied forwards. Off by default.
+     */
+    walk: z.boolean().default(false),
+  }).strict().default({ mistakeRate: 0, restate: false, notes: false, walk: false }),
   /**
    * Slips and recoveries (src/domains/retail/synth/recovery.ts): each read call of the demonstrator slips first with
    * probability `rate` (a wrong id, an item id for a product id, an email one character off); the slip is context,
@@ -152,6 +157,7 @@ export type RetailStreamSpec = z.output<typeof RetailStreamSchema>;
 export function parseRetailStream(raw: unknown): RetailStreamSpec {
   const r = RetailStreamSchema.safeParse(raw);
   if (!r.success) throw new Error(`invalid sft.stream section:\n${r.error.issues.map((i) => `  sft.stream.${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  if (r.data.expert.walk && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.expert.walk: the walk is a note; set sft.stream.expert.notes: true as well');
   if ((r.data.lookupDrill?.recall ?? 0) > 0 && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.lookupDrill.recall: the recall turn is a note; set sft.stream.expert.notes: true as well');
   return r.data;
 }
@@ -211,7 +217,7 @@ function fullestRows(packed: readonly PackedRow[], n: number): PackedRow[] {
  * defaults, so a run made before them still resumes (their defaults give the earlier streams, draw for draw).
  */
 function fingerprintSpec(spec: RetailStreamSpec): unknown {
-  const { restate, notes, ...expert } = spec.expert;
+  const { restate, notes, walk, ...expert } = spec.expert;
   let recovery: Record<string, unknown> | undefined;
   if (spec.recovery !== undefined) {
     const { identity, proposals, ...rest } = spec.recovery;
@@ -222,7 +228,7 @@ function fingerprintSpec(spec: RetailStreamSpec): unknown {
     const { recall, recallTurns, variants, ...rest } = spec.lookupDrill;
     lookupDrill = { ...rest, ...(recall ? { recall } : {}), ...(recallTurns ? { recallTurns } : {}), ...(variants ? { variants } : {}) };
   }
-  return { ...spec, expert: { ...expert, ...(restate ? { restate } : {}), ...(notes ? { notes } : {}) }, recovery, lookupDrill };
+  return { ...spec, expert: { ...expert, ...(restate ? { restate } : {}), ...(notes ? { notes } : {}), ...(walk ? { walk } : {}) }, recovery, lookupDrill };
 }
 
 export class RetailStream implements SftSource {
@@ -268,6 +274,7 @@ export class RetailStream implements SftSource {
       ...(s.expert.mistakeRate > 0 ? { mistakeRate: s.expert.mistakeRate, mistakeKinds: s.expert.mistakeKinds } : {}),
       ...(s.expert.restate ? { restate: true } : {}),
       ...(s.expert.notes ? { notes: true } : {}),
+      ...(s.expert.walk ? { walk: true } : {}),
     });
     const agent = s.recovery && s.recovery.rate > 0 ? new RecoveringAgent(expert, s.recovery) : expert;
     const records: TrajectoryRecord[] = [];

@@ -129,6 +129,52 @@ describe('expert and random agents against the scripted user', () => {
     for (const action of ['get_product_details', 'exchange', 'modify', 'return', 'modify_user_address']) assert.ok((where.get(action) ?? 0) > 0, `notes by action: ${JSON.stringify([...where])}`);
   });
 
+  it('walk: before an item proposal the note repeats the product\'s variants as printed, up to the one wanted, then names it id first', async () => {
+    const { domain, tasks } = sets[0]!;
+    const items = tasks.filter((t) => t.longrun.family === 'exchange' || t.longrun.family === 'modify_items').slice(0, 40);
+    assert.ok(items.length >= 20);
+    const runner = new EpisodeRunner({ domain, tasks: items, user: new ScriptedRetailUser() });
+    const noting = new ExpertAgent({ restate: true, notes: true });
+    const walking = new ExpertAgent({ restate: true, notes: true, walk: true });
+    let walks = 0;
+    for (const [i, task] of items.entries()) {
+      const a = await runner.run(noting, task.id, 70 + i);
+      const b = await runner.run(walking, task.id, 70 + i);
+      assert.equal(b.reward, a.reward, task.id);
+      assert.deepEqual(b.messages.map((m) => (m.role === 'assistant' ? { ...m, reasoning: undefined } : m)), a.messages.map((m) => (m.role === 'assistant' ? { ...m, reasoning: undefined } : m)), task.id);
+      b.messages.forEach((m, k) => {
+        if (m.role !== 'assistant' || !/^Here are the details: (exchange|modify)/.test(String(m.content)) || m.reasoning === undefined) return;
+        const before = b.messages.slice(0, k).filter((x) => x.role === 'tool').map((x) => String(x.content)).join('\n');
+        const lines = m.reasoning.split('\n');
+        // per pair: the item and the options wanted, the variants as printed up to the one wanted, the item and it
+        let at = 0;
+        while (at < lines.length) {
+          const head = /^(\{.*\}) -> \{"options": (\{.*\})\}$/.exec(lines[at]!);
+          assert.ok(head, `${task.id}: walk head ${lines[at]}`);
+          let end = at + 1;
+          while (end < lines.length && lines[end]!.startsWith('"')) {
+            assert.ok(before.includes(lines[end]!), `${task.id}: walk entry ${lines[end]} is the printed text`);
+            end++;
+          }
+          assert.ok(end > at + 1, `${task.id}: an empty walk`);
+          const last = /^"(\d+)": \{"item_id": "(\d+)", "options": (\{.*\})$/.exec(lines[end - 1]!);
+          assert.ok(last && last[1] === last[2] && last[3] === head[2], `${task.id}: the walk ends at the variant wanted: ${lines[end - 1]}`);
+          assert.equal(lines[end], `${head[1]} -> {"item_id": "${last[1]}", "options": ${head[2]}}`);
+          assert.ok(String(m.content).includes(last[1]!), `${task.id}: the proposal names ${last[1]}`);
+          // the entries before it are the product's other variants, in the printed order
+          const entries = lines.slice(at + 1, end);
+          const printed = entries.map((e) => before.indexOf(e));
+          assert.deepEqual([...printed].sort((x, y) => x - y), printed, `${task.id}: printed order`);
+          walks++;
+          at = end + 1;
+        }
+      });
+    }
+    await runner.close();
+    assert.ok(walks >= 10, `walks: ${walks}`);
+    assert.throws(() => new ExpertAgent({ walk: true }), /walk writes notes/);
+  });
+
   it('the expert also solves long multi-request conversations (difficulty 4–5)', async () => {
     const { domain, world } = sets[1]!;
     const long = generateTasks(world, 40, { count: 110, difficulty: [4, 5] }).tasks;

@@ -172,6 +172,13 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     for (const n of notes) assert.match(n, /^\{"(name|user_id)": "/, 'every note is in the loss, as the tools print JSON');
     assert.ok(notes.some((n) => n.includes(' -> {"options": ')), 'an item proposal\'s note');
     assert.ok(notes.some((n) => n.startsWith('{"user_id": ')), 'a default-address write\'s note');
+    // expert.walk: false keeps the notes stream; on, the item proposals' notes walk the variants, in the loss too
+    assert.equal(new RetailStream(parseRetailStream({ ...base, expert: { restate: true, notes: true, walk: false } }), ctx).fingerprint, on.fingerprint);
+    const walking = new RetailStream(parseRetailStream({ ...base, expert: { restate: true, notes: true, walk: true } }), ctx);
+    assert.notEqual(walking.fingerprint, on.fingerprint);
+    const walked = (await Promise.all([2, 3, 4].map((k) => walking.stepData(k)))).map(inLoss).join('\n').split(analysis).slice(1).map((x) => x.slice(0, x.indexOf('<|end|>')));
+    assert.ok(walked.some((n) => /\n"\d+": \{"item_id": "\d+", "options": /.test(n) && n.includes(' -> {"item_id": "')), 'an item proposal\'s note walks the variants');
+    assert.throws(() => parseRetailStream({ ...base, expert: { walk: true } }), /the walk is a note; set sft.stream.expert.notes: true/);
   });
 
   it('lookupDrill.recall: 0 keeps the earlier fingerprint; on, the long drills end in a recall note; it needs expert.notes', async () => {

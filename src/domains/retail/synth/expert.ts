@@ -83,19 +83,81 @@ export function variantNote(item: { name: string; product_id: string; item_id: s
   return `${itemNote(item)} -> ${toolJson([['options', to.options], ['item_id', to.item_id]])}`;
 }
 
+/**
+ * The variants of a product as its details print them, in printed order, up to and including `itemId`: each entry
+ * `"<id>": {"item_id": "<id>", "options": {…}` sliced verbatim from the tool's text up to its options (so a note that
+ * repeats them repeats the tokens read; availability and price are left out, a third of an entry's tokens). Null when
+ * the text has no variants object or no such variant. The order is the text's: a parsed object would put the ids below
+ * 2^32 − 1 first, as JavaScript orders integer keys.
+ */
+export function variantEntries(productText: string, itemId: string): string[] | null {
+  const open = productText.indexOf('"variants": {');
+  if (open < 0) return null;
+  const entries: string[] = [];
+  let i = open + '"variants": {'.length;
+  while (i < productText.length) {
+    if (productText.startsWith(', ', i)) i += 2;
+    if (productText[i] !== '"') return null;
+    const keyEnd = productText.indexOf('"', i + 1);
+    if (keyEnd < 0 || !productText.startsWith(': {', keyEnd + 1)) return null;
+    const key = productText.slice(i + 1, keyEnd);
+    const close = closingBrace(productText, keyEnd + 3);
+    if (close < 0) return null;
+    const options = productText.indexOf('"options": {', keyEnd);
+    const optionsClose = options >= 0 && options < close ? closingBrace(productText, options + '"options": '.length) : -1;
+    entries.push(productText.slice(i, (optionsClose >= 0 ? optionsClose : close) + 1));
+    if (key === itemId) return entries;
+    i = close + 1;
+    if (productText[i] === '}') return null;
+  }
+  return null;
+}
+
+/** The index of the brace that closes the JSON object opening at `text[at]` (braces inside strings skipped), or −1. */
+function closingBrace(text: string, at: number): number {
+  let depth = 0, inString = false;
+  for (let j = at; j < text.length; j++) {
+    const ch = text[j];
+    if (inString) {
+      if (ch === '\\') j++;
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') inString = true;
+    else if (ch === '{') depth++;
+    else if (ch === '}' && --depth === 0) return j;
+  }
+  return -1;
+}
+
+/**
+ * The note before an exchange or modification proposal with the variant walk (`ExpertAgentOptions.walk`): the item and
+ * the options wanted, then the product's variants as printed up to the one that has them, then the item and that
+ * variant, its id first as the product details print it. Every id in it is then copied forwards: the walk repeats
+ * the printed text in order, and the last line's id follows `{"item_id": "` as in the walk's last entry, a few dozen
+ * tokens back. Without the walk (`variantNote`) the id must be found by the options that follow it.
+ */
+export function walkNote(item: { name: string; product_id: string; item_id: string }, to: { options: Record<string, string>; item_id: string }, entries: readonly string[]): string {
+  return [
+    `${itemNote(item)} -> ${toolJson([['options', to.options]])}`,
+    ...entries,
+    `${itemNote(item)} -> ${toolJson([['item_id', to.item_id], ['options', to.options]])}`,
+  ].join('\n');
+}
+
 /** Where a note of a rendered conversation or drill opens (harmony's analysis channel) and where a message ends. */
 const NOTE_OPEN = '<|channel|>analysis<|message|>', MESSAGE_END = '<|end|>';
 
 /**
  * Which id of a note starts at `at` in rendered harmony text `text`, or undefined when `at` is not the start of a note's
  * id: `product` or `item` in an item's text (`itemNote`), `variant` for the new item id after a proposal note's ` -> `
- * (`variantNote`). Diagnostics use it to score the copies the notes are for (scripts/copy-nll.ts, scripts/recall-nll.ts).
+ * (`variantNote`, `walkNote`), `walk` for the two ids of a variant entry the walk repeats (`variantEntries`).
+ * Diagnostics use it to score the copies the notes are for (scripts/copy-nll.ts, scripts/recall-nll.ts).
  */
-export function noteIdKind(text: string, at: number): 'product' | 'item' | 'variant' | undefined {
+export function noteIdKind(text: string, at: number): 'product' | 'item' | 'variant' | 'walk' | undefined {
   const open = text.lastIndexOf(NOTE_OPEN, at - 1);
   if (open < 0 || open < text.lastIndexOf(MESSAGE_END, at - 1)) return undefined;
   const line = text.slice(Math.max(open + NOTE_OPEN.length, text.lastIndexOf('\n', at - 1) + 1), at);
   if (line.includes(' -> ')) return line.endsWith('"item_id": "') ? 'variant' : undefined;
+  if (line === '"' || /^"\d+": \{"item_id": "$/.test(line)) return 'walk';
   return line.endsWith('"product_id": "') ? 'product' : line.endsWith('"item_id": "') ? 'item' : undefined;
 }
 
@@ -161,7 +223,11 @@ class ExpertSession implements AgentSession {
   /** The agent's own texts so far, normalised (only kept with mistakes on). */
   private readonly said: string[] = [];
 
-  constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false, private readonly writeNotes = false) {}
+  /** The text of each product's details as the tool printed it (for the variant walk). */
+  private readonly productTexts = new Map<string, string>();
+
+  constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false, private readonly writeNotes = false,
+    private readonly walk = false) {}
 
   act(observed: readonly Message[]): AgentTurn {
     for (const m of observed) {
@@ -237,7 +303,10 @@ class ExpertSession implements AgentSession {
       }
       case 'get_product_details': {
         const p = error ? null : parseProduct(content);
-        if (p) this.products.set(p.product_id, p);
+        if (p) {
+          this.products.set(p.product_id, p);
+          this.productTexts.set(p.product_id, content);
+        }
         return;
       }
       default: {
@@ -540,7 +609,11 @@ class ExpertSession implements AgentSession {
         const list = pairs.map((p) => `${p.name} ${p.itemId} -> ${p.newItemId} (${renderOptions(p.options)})`).join('; ');
         const verb = exchange ? 'exchange' : 'modify';
         // Each item as the order details print it, then the variant it becomes: its options, then its item id.
-        const note = pairs.map((p) => variantNote({ name: p.name, product_id: p.productId, item_id: p.itemId }, { options: p.options, item_id: p.newItemId })).join('\n');
+        const note = pairs.map((p) => {
+          const item = { name: p.name, product_id: p.productId, item_id: p.itemId }, to = { options: p.options, item_id: p.newItemId };
+          const entries = this.walk ? variantEntries(this.productTexts.get(p.productId) ?? '', p.newItemId) : null;
+          return entries ? walkNote(item, to, entries) : variantNote(item, to);
+        }).join('\n');
         return { ...this.confirm(plan, `Here are the details: ${verb} in order ${id}: ${list}. The price difference will be settled with ${pm}. Please make sure these are all the items, since this can only be done once for the order.`), note };
       }
       case 'return': {
@@ -682,6 +755,12 @@ export interface ExpertAgentOptions {
    * Off by default, so the conversations made before it stay the same, message for message.
    */
   notes?: boolean;
+  /**
+   * With `notes`: the note before an exchange or modification proposal walks the product's variants as printed, up to
+   * the one with the options wanted (`walkNote`), so that the new variant's id is copied forwards rather than found
+   * by the options printed after it. Off by default.
+   */
+  walk?: boolean;
 }
 
 export class ExpertAgent implements SynthAgent {
@@ -689,17 +768,20 @@ export class ExpertAgent implements SynthAgent {
   private readonly mistakes: ExpertMistakeOptions | null;
   private readonly restate: boolean;
   private readonly notes: boolean;
+  private readonly walk: boolean;
 
   constructor(options: ExpertAgentOptions = {}) {
     this.mistakes = options.mistakes ?? null;
     this.restate = options.restate ?? false;
     this.notes = options.notes ?? false;
+    this.walk = options.walk ?? false;
+    if (this.walk && !this.notes) throw new Error('ExpertAgent: walk writes notes; set notes: true as well');
     // Validate now, so a bad option fails when the agent is made rather than in its first episode.
     if (this.mistakes) new MistakeMaker(this.mistakes, new SynthRng(0));
   }
 
   /** The episode's mistakes are drawn from `context.seed`: the same seed gives the same episode. */
   start(context: AgentEpisodeContext): AgentSession {
-    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null, this.restate, this.notes);
+    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null, this.restate, this.notes, this.walk);
   }
 }
