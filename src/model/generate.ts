@@ -102,7 +102,7 @@ export interface DecodeOptions {
   tileMin?: number;
 }
 
-/** Shortest chunk whose full-layer attention runs as query tiles (bench/rollout.ts measures the choice). */
+/** Shortest chunk whose full-layer attention runs as query tiles (`npm run bench:decode` measures chunks of 32 and more). */
 export const DEFAULT_TILE_MIN = 32;
 
 /** The single-query Wasm kernel on some of the step's tokens (those not computed as tiles): gathered, run, scattered. */
