@@ -4,14 +4,7 @@ import { Tensor } from '../../src/engine/index.ts';
 import { LayerKvCache } from '../../src/model/kvcache.ts';
 import { chunkAttentionTiles } from '../../src/model/ops/chunk-attention-wasm.ts';
 import { decodeAttentionOne } from '../../src/model/ops/decode-attention.ts';
-
-function random(n: number, seed: number): Float32Array {
-  let s = seed >>> 0;
-  return Float32Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s / 2 ** 32) * 2 - 1;
-  });
-}
+import { randomF32 } from './checkpoint-helpers.ts';
 
 describe('chunkAttentionTiles (a session chunk as query tiles over its full-layer cache)', () => {
   const cases = [
@@ -23,9 +16,9 @@ describe('chunkAttentionTiles (a session chunk as query tiles over its full-laye
     it(`Hq ${hq}, Hkv ${hkv}, d ${d}: chunk of ${c} at position ${p0} equals single-query attention row by row, other rows untouched`, () => {
       const S = p0 + c;
       const cache = new LayerKvCache(hkv, d, S + 10, false, 0, 'wasm');
-      const k = random(hkv * S * d, 1), v = random(hkv * S * d, 2);
+      const k = randomF32(hkv * S * d, 1), v = randomF32(hkv * S * d, 2);
       for (let j = 0; j < S; j++) cache.append(k, v, S, j);
-      const q = Tensor.from(random(hq * N * d, 3), [hq, N, d]);
+      const q = Tensor.from(randomF32(hq * N * d, 3), [hq, N, d]);
       const sinks = Float32Array.from({ length: hq }, (_, h) => 0.3 * h - 1);
       const out = Tensor.from(new Float32Array(N * hq * d).fill(7), [N, hq * d]);
       chunkAttentionTiles(q, t0, c, cache, sinks, hq, hkv, d, 1 / Math.sqrt(d), block, out);

@@ -3,15 +3,8 @@ import { describe, it } from 'node:test';
 import { Tensor } from '../../src/engine/index.ts';
 import { LayerKvCache } from '../../src/model/kvcache.ts';
 import { decodeAttentionOne } from '../../src/model/ops/decode-attention.ts';
+import { randomF32 } from './checkpoint-helpers.ts';
 import { decodeAttentionWasm } from '../../src/model/ops/decode-attention-wasm.ts';
-
-function random(n: number, seed: number): Float32Array {
-  let s = seed >>> 0;
-  return Float32Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s / 2 ** 32) * 2 - 1;
-  });
-}
 
 // The kernel (assembly/decode.ts) scores four keys at a time with a scalar tail, and sums values into up to eight
 // vector accumulators per 32 dimensions of the head: head dims 4 … 72 cover one to three passes and every partial
@@ -23,7 +16,7 @@ describe('decodeAttentionWasm (the single-query kernel) equals the reference loo
       const full = new LayerKvCache(hkv, d, 140, false, 0, 'wasm');
       const ring = new LayerKvCache(hkv, d, 6, true, 3, 'wasm'); // 9 slots, window 6
       const n = 140;
-      const k = random(hkv * n * d, d), v = random(hkv * n * d, d + 1);
+      const k = randomF32(hkv * n * d, d), v = randomF32(hkv * n * d, d + 1);
       for (let j = 0; j < 131; j++) full.append(k, v, n, j);
       for (let j = 0; j < 23; j++) ring.append(k, v, n, j); // positions 0 … 22: slots wrapped twice
       const queries = [
@@ -33,7 +26,7 @@ describe('decodeAttentionWasm (the single-query kernel) equals the reference loo
         { cache: ring, lo: 18, hi: 22 },
       ];
       const N = queries.length;
-      const q = Tensor.from(random(hq * N * d, 5), [hq, N, d]);
+      const q = Tensor.from(randomF32(hq * N * d, 5), [hq, N, d]);
       const sinksArr = Float32Array.from({ length: hq }, (_, h) => 0.5 * h - 0.8);
       const sinks = Tensor.from(sinksArr, [hq]);
       const out = Tensor.zeros([N, hq * d]);

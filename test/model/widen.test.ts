@@ -6,16 +6,14 @@ import { paramShapes } from '../../src/model/params.ts';
 import type { LoadedCheckpoint } from '../../src/model/checkpoint/index.ts';
 import { loadWeightsInto } from '../../src/model/checkpoint/model-io.ts';
 import { widenAttention, widenedHeadMap } from '../../src/model/checkpoint/widen.ts';
-import { rng } from './checkpoint-helpers.ts';
+import { randomF32 } from './checkpoint-helpers.ts';
 
 function checkpoint(config: GptOssConfig, seed: number): Pick<LoadedCheckpoint, 'config' | 'params'> {
-  const r = rng(seed);
   const params: LoadedCheckpoint['params'] = new Map();
-  for (const [name, shape] of paramShapes(config)) {
-    const scale = name.endsWith('norm.weight') ? 0 : 0.2;
-    const data = Float32Array.from({ length: shape.reduce((x, y) => x * y, 1) }, () => (name.endsWith('norm.weight') ? 1 : (r() * 2 - 1) * scale));
-    params.set(name, { dtype: 'F32', shape, data });
-  }
+  [...paramShapes(config)].forEach(([name, shape], i) => {
+    const n = shape.reduce((x, y) => x * y, 1);
+    params.set(name, { dtype: 'F32', shape, data: name.endsWith('norm.weight') ? new Float32Array(n).fill(1) : randomF32(n, seed * 1000 + i, 0.2) });
+  });
   return { config, params };
 }
 

@@ -57,8 +57,8 @@ export function widenedHeadMap(hq: number, hkv: number, newHq: number, newHkv: n
   if (newHkv % hkv !== 0) throw new CheckpointError('BAD_ARGUMENT', `kvHeads ${newHkv} must be a multiple of the checkpoint's ${hkv} key/value heads`);
   if (newHq < hq) throw new CheckpointError('BAD_ARGUMENT', `queryHeads ${newHq} must be at least the checkpoint's ${hq} (heads are added, never removed)`);
   if (newHq % newHkv !== 0) throw new CheckpointError('BAD_ARGUMENT', `queryHeads ${newHq} must be divisible by kvHeads ${newHkv}`);
+  // newHq is a multiple of newHkv, itself a multiple of hkv, so each old group has a whole number of query slots
   const r = newHkv / hkv, gOld = hq / hkv, slots = newHq / hkv;
-  if (newHq % hkv !== 0) throw new CheckpointError('BAD_ARGUMENT', `queryHeads ${newHq} must be divisible by the checkpoint's ${hkv} key/value heads`);
   const kvFrom = Array.from({ length: newHkv }, (_, j) => Math.floor(j / r));
   const queryFrom = new Array<number>(newHq).fill(-1);
   for (let g = 0; g < hkv; g++) {

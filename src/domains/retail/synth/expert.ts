@@ -223,7 +223,7 @@ class ExpertSession implements AgentSession {
   /** The agent's own texts so far, normalised (only kept with mistakes on). */
   private readonly said: string[] = [];
 
-  /** The text of each product's details as the tool printed it (for the variant walk). */
+  /** With the walk: the text of each product's details as the tool printed it. */
   private readonly productTexts = new Map<string, string>();
 
   constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false, private readonly writeNotes = false,
@@ -305,7 +305,7 @@ class ExpertSession implements AgentSession {
         const p = error ? null : parseProduct(content);
         if (p) {
           this.products.set(p.product_id, p);
-          this.productTexts.set(p.product_id, content);
+          if (this.walk) this.productTexts.set(p.product_id, content);
         }
         return;
       }
