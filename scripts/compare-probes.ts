@@ -11,6 +11,7 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { parseEpisodeLines } from '../src/tooluse/episode-lines.ts';
 import { isSuccess, meanStdErr, passAtK, passHatK } from '../src/tooluse/metrics.ts';
 
 interface Probe { name: string; byTask: Map<string, number[]>; family: Map<string, string>; summary?: string }
@@ -77,15 +78,10 @@ const read = (path: string): Probe => (statSync(path).isDirectory() ? readEval(p
 function readProbe(path: string): Probe {
   const byTask = new Map<string, number[]>();
   const family = new Map<string, string>();
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    const m = /^=== (\S+) \((\S+)\) reward (\S+)/.exec(line);
-    if (!m) continue;
-    const r = Number(m[3]);
-    if (!Number.isFinite(r)) throw new Error(`${path}: bad reward in '${line.slice(0, 120)}'`);
-    byTask.set(m[1], [...(byTask.get(m[1]) ?? []), r]);
-    family.set(m[1], m[2]);
+  for (const e of parseEpisodeLines(readFileSync(path, 'utf8'), path)) {
+    byTask.set(e.taskId, [...(byTask.get(e.taskId) ?? []), e.reward]);
+    family.set(e.taskId, e.family);
   }
-  if (byTask.size === 0) throw new Error(`${path}: no episode headers (=== <task> (<family>) reward <r>) found`);
   return { name: basename(path), byTask, family };
 }
 

@@ -2,10 +2,12 @@
  * `longrun plot`: the figure of a run (src/rl/report.ts) as SVG, or PNG rendered by headless Chromium
  * (Debian's `chromium`, driven by playwright-core; `--chromium PATH` for another build).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { readJsonl, renderPanels, runPanels, type HeldoutCurve, type Series } from '../rl/report.ts';
+import { parseEpisodeLines } from '../tooluse/episode-lines.ts';
+import { computeMetrics } from '../tooluse/metrics.ts';
 
 export interface PlotOptions {
   sft?: string[];
@@ -32,29 +34,46 @@ function compareSeries(spec: string): Series {
   return { name: spec.slice(0, eq), points, dashed: true };
 }
 
+/** One held-out point's mean reward and standard error (over tasks) from an eval folder or a per-episode file. */
+function heldoutPoint(name: string, path: string): { reward: number; stderr?: number } {
+  let isDir: boolean;
+  try {
+    isDir = statSync(path).isDirectory();
+  } catch (e) {
+    throw new Error(`--heldout ${name}: cannot read ${path} (${(e as Error).message})`, { cause: e });
+  }
+  if (!isDir) {
+    const m = computeMetrics(parseEpisodeLines(readFileSync(path, 'utf8'), `--heldout ${name}: ${path}`));
+    return { reward: m.avgReward, stderr: m.rewardStdErr };
+  }
+  const file = join(path, 'results.json');
+  let metrics: { avgReward?: unknown; rewardStdErr?: unknown } | undefined;
+  try {
+    metrics = (JSON.parse(readFileSync(file, 'utf8')) as { metrics?: typeof metrics }).metrics;
+  } catch (e) {
+    throw new Error(`--heldout ${name}: cannot read ${file} (${(e as Error).message})`, { cause: e });
+  }
+  if (typeof metrics?.avgReward !== 'number') throw new Error(`--heldout ${name}: ${file} has no metrics.avgReward (not a longrun eval output)`);
+  return { reward: metrics.avgReward, stderr: typeof metrics.rewardStdErr === 'number' ? metrics.rewardStdErr : undefined };
+}
+
 /**
- * `NAME=MIN:DIR[,MIN:DIR…]`: a held-out curve against wall time. Each DIR is a `longrun eval --out` folder, its
- * results.json giving the mean reward and its standard error; MIN is the training wall time (minutes) of the
- * checkpoint it evaluated.
+ * `NAME=MIN:PATH[,MIN:PATH…]`: a held-out curve against wall time. Each PATH is a `longrun eval --out` folder (its
+ * results.json gives the mean reward and its standard error) or a per-episode file (`=== <task> (<family>) reward
+ * <r>` lines, src/tooluse/episode-lines.ts; the mean and its standard error over tasks); MIN is the training wall
+ * time (minutes) of the checkpoint it evaluated.
  */
 export function heldoutCurve(spec: string): HeldoutCurve {
   const eq = spec.indexOf('=');
-  if (eq <= 0) throw new Error(`--heldout wants NAME=MIN:DIR[,MIN:DIR…], got ${JSON.stringify(spec)}`);
+  if (eq <= 0) throw new Error(`--heldout wants NAME=MIN:PATH[,MIN:PATH…], got ${JSON.stringify(spec)}`);
+  const name = spec.slice(0, eq);
   const points = spec.slice(eq + 1).split(',').map((part) => {
     const colon = part.indexOf(':');
     const minutes = Number(part.slice(0, colon));
-    if (colon <= 0 || !Number.isFinite(minutes) || minutes < 0) throw new Error(`--heldout ${spec.slice(0, eq)}: ${JSON.stringify(part)} is not MIN:DIR (minutes ≥ 0, then an eval folder)`);
-    const file = join(part.slice(colon + 1), 'results.json');
-    let metrics: { avgReward?: unknown; rewardStdErr?: unknown } | undefined;
-    try {
-      metrics = (JSON.parse(readFileSync(file, 'utf8')) as { metrics?: typeof metrics }).metrics;
-    } catch (e) {
-      throw new Error(`--heldout ${spec.slice(0, eq)}: cannot read ${file} (${(e as Error).message})`, { cause: e });
-    }
-    if (typeof metrics?.avgReward !== 'number') throw new Error(`--heldout ${spec.slice(0, eq)}: ${file} has no metrics.avgReward (not a longrun eval output)`);
-    return { minutes, reward: metrics.avgReward, stderr: typeof metrics.rewardStdErr === 'number' ? metrics.rewardStdErr : undefined };
+    if (colon <= 0 || !Number.isFinite(minutes) || minutes < 0) throw new Error(`--heldout ${name}: ${JSON.stringify(part)} is not MIN:PATH (minutes ≥ 0, then an eval folder or a per-episode file)`);
+    return { minutes, ...heldoutPoint(name, part.slice(colon + 1)) };
   });
-  return { name: spec.slice(0, eq), points };
+  return { name, points };
 }
 
 export async function plotCommand(o: PlotOptions): Promise<string> {
@@ -102,7 +121,7 @@ export function register(program: Command): void {
     .option('--grpo <file>', 'GRPO metrics.jsonl (training steps and validations)')
     .option('--episodes <file>', 'GRPO episodes.jsonl (token-length histogram)')
     .option('--compare <name=file...>', 'extra held-out curves: NAME=metrics.jsonl')
-    .option('--heldout <name=spec...>', 'held-out reward against wall time: NAME=MIN:EVALDIR[,MIN:EVALDIR…] (longrun eval --out folders)')
+    .option('--heldout <name=spec...>', 'held-out reward against wall time: NAME=MIN:PATH[,MIN:PATH…] (longrun eval --out folders or per-episode === lines files)')
     .option('--window <n>', 'mark the sliding window on the length histogram')
     .option('--title <text>', 'figure title')
     .option('--chromium <path>', 'Chromium executable for PNG output')

@@ -58,11 +58,24 @@ describe('run report', () => {
       assert.equal((svg.match(/class="errbar"/g) ?? []).length, 4, 'one bar per point');
       const out = await plotCommand({ heldout: [`GRPO=0:${base},60:${grpo}`], out: join(dir, 'fig.svg') });
       assert.match(readFileSync(out, 'utf8'), /against training wall time/);
-      assert.throws(() => heldoutCurve('GRPO'), /NAME=MIN:DIR/);
-      assert.throws(() => heldoutCurve(`GRPO=x:${base}`), /is not MIN:DIR/);
-      assert.throws(() => heldoutCurve(`GRPO=5:${join(dir, 'missing')}`), /cannot read .*results.json/);
+      assert.throws(() => heldoutCurve('GRPO'), /NAME=MIN:PATH/);
+      assert.throws(() => heldoutCurve(`GRPO=x:${base}`), /is not MIN:PATH/);
+      assert.throws(() => heldoutCurve(`GRPO=5:${join(dir, 'missing')}`), /cannot read .*missing/);
+      mkdirSync(join(dir, 'empty'));
+      assert.throws(() => heldoutCurve(`GRPO=5:${join(dir, 'empty')}`), /cannot read .*results.json/);
       writeFileSync(join(dir, 'base', 'results.json'), '{"metrics": {}}');
       assert.throws(() => heldoutCurve(`GRPO=0:${base}`), /no metrics.avgReward/);
+      // A per-episode file: the mean over episodes and the standard error over task means (as longrun eval's).
+      const lines = join(dir, 'grpo.heldout.txt');
+      writeFileSync(lines, ['=== t0 (cancel) reward 1 trial 0 user_stop', 'a transcript line', '=== t0 (cancel) reward 0 trial 1 max_turns',
+        '=== t1 (info) reward 1 trial 0 user_stop', '=== t1 (info) reward 1 trial 1 user_stop'].join('\n'));
+      const fromFile = heldoutCurve(`GRPO=0:${lines}`).points[0]!;
+      assert.equal(fromFile.reward, 0.75);
+      assert.ok(Math.abs(fromFile.stderr! - 0.25) < 1e-12, `task means 0.5 and 1: s.e. 0.25, got ${fromFile.stderr}`);
+      writeFileSync(lines, 'no episodes here\n');
+      assert.throws(() => heldoutCurve(`GRPO=0:${lines}`), /no episode lines/);
+      writeFileSync(lines, '=== t0 (cancel) reward x\n');
+      assert.throws(() => heldoutCurve(`GRPO=0:${lines}`), /bad reward/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
