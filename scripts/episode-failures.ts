@@ -6,6 +6,8 @@
  *   expert's proposal wording ("Here are the details: cancel order …", "Here is the change: pay for order …", …), set
  *   against the kind of the task's first request: does the agent pick the right action?
  * - the first tool error of each episode: which tool, which error;
+ * - whether the first product the agent looks up (`get_product_details`) is one the task's gold actions look up: on
+ *   item tasks, did it find the item asked for by its name among the order's items?
  * - how the episodes ended.
  *
  *   node --import tsx scripts/episode-failures.ts EVAL_DIR [EVAL_DIR …]
@@ -20,7 +22,7 @@ interface Row {
   messages: { role: string; content?: unknown; toolCalls?: { name: string; arguments: unknown }[] | null; error?: boolean }[];
 }
 
-interface TaskInfo { family: string; firstKind: string }
+interface TaskInfo { family: string; firstKind: string; products: Set<string> }
 
 /** The expert's proposal openings (src/domains/retail/synth/expert.ts), most specific first. */
 const PROPOSALS: [string, RegExp][] = [
@@ -42,8 +44,14 @@ function readTasks(dir: string): Map<string, TaskInfo> {
   const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { tasksFile?: string };
   const path = config.tasksFile;
   if (typeof path !== 'string' || !existsSync(path)) throw new Error(`${dir}/config.json names no readable tasks file (got ${String(path)})`);
-  const tasks = JSON.parse(readFileSync(path, 'utf8')) as { id: string; longrun?: { family?: string; requests?: { kind?: string }[] } }[];
-  return new Map(tasks.map((t) => [t.id, { family: t.longrun?.family ?? '?', firstKind: t.longrun?.requests?.[0]?.kind ?? '?' }]));
+  const tasks = JSON.parse(readFileSync(path, 'utf8')) as {
+    id: string;
+    longrun?: { family?: string; requests?: { kind?: string }[] };
+    evaluation_criteria?: { actions?: { name?: string; arguments?: { product_id?: unknown } }[] | null };
+  }[];
+  const products = (t: (typeof tasks)[number]) =>
+    new Set((t.evaluation_criteria?.actions ?? []).filter((a) => a.name === 'get_product_details').map((a) => String(a.arguments?.product_id)));
+  return new Map(tasks.map((t) => [t.id, { family: t.longrun?.family ?? '?', firstKind: t.longrun?.requests?.[0]?.kind ?? '?', products: products(t) }]));
 }
 
 const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
@@ -60,8 +68,8 @@ function report(dir: string): void {
     byFamily.set(fam, list);
   }
   console.log(`\n${dir}: ${rows.length} episodes`);
-  console.log('| family | episodes | mean reward | first proposal = the request | first proposals | first tool errors | ended |');
-  console.log('| --- | ---: | ---: | ---: | --- | --- | --- |');
+  console.log('| family | episodes | mean reward | first proposal = the request | first product looked up = a gold one | first proposals | first tool errors | ended |');
+  console.log('| --- | ---: | ---: | ---: | ---: | --- | --- | --- |');
   let right = 0;
   let proposed = 0;
   for (const [fam, rs] of [...byFamily].sort()) {
@@ -70,7 +78,15 @@ function report(dir: string): void {
     const ends = new Map<string, number>();
     let ok = 0;
     let n = 0;
+    let goldProduct = 0;
+    let lookedUp = 0;
     for (const r of rs) {
+      const first = r.messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls ?? [] : [])).find((c) => c.name === 'get_product_details');
+      const gold = tasks.get(r.taskId)?.products ?? new Set<string>();
+      if (first && gold.size > 0) {
+        lookedUp++;
+        if (gold.has(String((first.arguments as { product_id?: unknown } | null)?.product_id))) goldProduct++;
+      }
       count(ends, r.terminationReason ?? '?');
       const text = r.messages.find((m) => m.role === 'assistant' && typeof m.content === 'string' && /\(yes\/no\)/.test(m.content));
       if (text) {
@@ -95,7 +111,7 @@ function report(dir: string): void {
       proposed += n;
     }
     const mean = rs.reduce((a, r) => a + r.reward, 0) / rs.length;
-    console.log(`| ${fam} | ${rs.length} | ${mean.toFixed(3)} | ${scored && n > 0 ? `${ok}/${n}` : '—'} | ${top(kinds, 4) || '—'} | ${top(errors, 3) || '—'} | ${top(ends, 3)} |`);
+    console.log(`| ${fam} | ${rs.length} | ${mean.toFixed(3)} | ${scored && n > 0 ? `${ok}/${n}` : '—'} | ${lookedUp > 0 ? `${goldProduct}/${lookedUp}` : '—'} | ${top(kinds, 4) || '—'} | ${top(errors, 3) || '—'} | ${top(ends, 3)} |`);
   }
   console.log(`first proposals that name the task's action (write families): ${right}/${proposed}`);
 }
