@@ -33,6 +33,12 @@
  * ` -> {"item_id": "` at the end of a variant walk (`expert.walk`), copied from the walk's last entry. `walk`: the ids of
  * the variant entries a walk repeats from the product details.
  *
+ * `lookupNotes`: the notes right before a `get_product_details` call, where the item is chosen by the name the customer
+ * gave (`itemNote`, or with `expert.itemWalk` the order's items walked up to it): how many, `sure` the share written
+ * with every token at p > 0.5 (the note's end included), `stopP` the median probability of the token that ends each
+ * line (a newline: the walk goes on; the note's end: it stops at this item), and `stopSure` the share of those at
+ * p > 0.5. A single-line note has one line end.
+ *
  * `--address` scores the last N documents that write an address instead, and splits out the address tokens of the write
  * call (`address1`, `address2`, `city`, `state`, `zip`: copied from the customer's sentence) as `addressNll`.
  *
@@ -118,6 +124,22 @@ const byTool = new Map<string, { ok: number; calls: number }>();
 /** The action word of each proposal ("Here is the change: pay …", "Here are the details: return …"): the decision. */
 const decisions: number[] = [];
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
+/** The notes before product lookups (`lookupNotes`): whether every token was sure, and the probability at each line end. */
+const lookupNotes: { sure: boolean }[] = [];
+const lineEnds: number[] = [];
+/** Character spans of the notes right before a `get_product_details` call: from the note's text to its `<|end|>` (inclusive). */
+function lookupNoteSpans(text: string): { start: number; end: number }[] {
+  const spans: { start: number; end: number }[] = [];
+  const open = '<|channel|>analysis<|message|>';
+  const re = /<\|channel\|>analysis<\|message\|>([^]*?)<\|end\|>/g;
+  for (let m; (m = re.exec(text));) {
+    const after = text.slice(m.index + m[0].length, m.index + m[0].length + 120);
+    if (/^<\|start\|>assistant[^<]*<\|channel\|>commentary to=functions\.get_product_details|^<\|start\|>assistant to=functions\.get_product_details/.test(after)) {
+      spans.push({ start: m.index + open.length, end: m.index + m[0].length });
+    }
+  }
+  return spans;
+}
 const scored = a.address ? docs.filter((d) => writesAddress(built.tokenizer.decode([...d.tokens]))).slice(-n) : docs.slice(-n);
 if (scored.length === 0) throw new Error('copy-nll: no document to score');
 for (const d of scored) {
@@ -143,6 +165,18 @@ for (const d of scored) {
   };
   const spans = nameSpans(text), addrSpans = a.address ? addressSpans(text) : [];
   const calls = callSpans(text).map((c) => ({ ...c, ok: true, scored: 0 }));
+  for (const note of lookupNoteSpans(text)) {
+    // targets whose text starts inside the note (its `<|end|>` included); a line ends at each newline and at `<|end|>`
+    const inNote = [...starts.keys()].filter((i) => starts[i] >= note.start && starts[i] < note.end && x.assistantMask[i]);
+    if (inNote.length === 0) continue; // outside the loss mask
+    lookupNotes.push({ sure: inNote.every((i) => r.logprobs[i] > Math.log(0.5)) });
+    const body = text.slice(note.start, note.end - '<|end|>'.length);
+    const ends = [...body.matchAll(/\n/g)].map((m) => note.start + m.index!).concat(note.end - '<|end|>'.length);
+    for (const e of ends) {
+      const i = inNote.find((k) => starts[k] <= e && (k + 1 >= starts.length || starts[k + 1] > e));
+      if (i !== undefined) lineEnds.push(Math.exp(r.logprobs[i]));
+    }
+  }
   for (let i = 0; i < x.targets.length; i++) {
     if (!x.assistantMask[i]) continue;
     if (/(Here is the change|Here are the details): $/.test(text.slice(Math.max(0, starts[i] - 24), starts[i]))) {
@@ -206,6 +240,12 @@ for (const d of scored) {
     byTool.set(c.tool, b);
   }
 }
+const lookupSummary = {
+  notes: lookupNotes.length,
+  sure: lookupNotes.length === 0 ? null : Number((lookupNotes.filter((l) => l.sure).length / lookupNotes.length).toFixed(3)),
+  stopP: lineEnds.length === 0 ? null : Number([...lineEnds].sort((u, v) => u - v)[Math.floor(lineEnds.length / 2)].toFixed(3)),
+  stopSure: lineEnds.length === 0 ? null : Number((lineEnds.filter((p) => p > 0.5).length / lineEnds.length).toFixed(3)),
+};
 const callTotals = [...byTool.values()].reduce((t, b) => ({ ok: t.ok + b.ok, calls: t.calls + b.calls }), { ok: 0, calls: 0 });
 console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, calls: callTotals.calls, callP50: callTotals.ok / callTotals.calls,
   callP50ByTool: Object.fromEntries([...byTool].sort().map(([k, b]) => [k, `${b.ok}/${b.calls}`])), ...(a.address ? { addressNll: addressNll / addressTokens, addressTokens, addressP50: addressConfident / addressTokens } : {}), digitNll: digitNll / digits, digitTokens: digits, digitNllFirst: digitRun[0].nll / digitRun[0].tokens, digitNllRest: digitRun.slice(1).reduce((t, b) => t + b.nll, 0) / digitRun.slice(1).reduce((t, b) => t + b.tokens, 0),
@@ -213,7 +253,7 @@ console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length,
   ...numberSummary(), orderIdDigitNll: orderIdDigits.map((b) => (b.tokens === 0 ? null : Number((b.nll / b.tokens).toFixed(3)))), digitP50: confident / digits, nameNll: nameNll / names, nameTokens: names, nameP50: nameConfident / names,
   nameNllByPlace: Object.fromEntries([...byPlace].sort().map(([k, b]) => [k, { nll: Number((b.nll / b.tokens).toFixed(3)), tokens: b.tokens }])), otherNll: otherNll / others, otherTokens: others,
   decisions: decisions.length, decisionNll: decisions.length === 0 ? null : Number((decisions.reduce((t, d) => t + d, 0) / decisions.length).toFixed(3)),
-  decisionSure: decisions.length === 0 ? null : Number((decisions.filter((d) => d < Math.log(2)).length / decisions.length).toFixed(3)) }));
+  decisionSure: decisions.length === 0 ? null : Number((decisions.filter((d) => d < Math.log(2)).length / decisions.length).toFixed(3)), lookupNotes: lookupSummary }));
 
 /** `numberNll`, `orderIdNll`: mean summed NLL per number and per order id; `numberSure`, `orderIdSure`: the share with every token at p > 0.5. */
 function numberSummary() {

@@ -8,12 +8,19 @@
  * - the first tool error of each episode: which tool, which error;
  * - whether the first product the agent looks up (`get_product_details`) is one the task's gold actions look up: on
  *   item tasks, did it find the item asked for by its name among the order's items?
+ * - whether the first proposal names every item id of the task's gold item write (`item_ids`, and `new_item_ids` for
+ *   exchanges and modifications): on item tasks, were the right items (and variants) chosen?
  * - how the episodes ended.
+ *
+ * Then, over all families, the episodes by how many of the agent's proposals the customer turned down (its reply to a
+ * confirmation question is one of the scripted user's refusals, `NO_REPLIES` in src/domains/retail/synth/user-phrasing.ts):
+ * the customer, like τ²'s, never tires of turning proposals down, so an agent can keep proposing until one is accepted.
  *
  *   node --import tsx scripts/episode-failures.ts EVAL_DIR [EVAL_DIR …]
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { NO_REPLIES } from '../src/domains/retail/synth/user-phrasing.ts';
 
 interface Row {
   taskId: string;
@@ -22,7 +29,7 @@ interface Row {
   messages: { role: string; content?: unknown; toolCalls?: { name: string; arguments: unknown }[] | null; error?: boolean }[];
 }
 
-interface TaskInfo { family: string; firstKind: string; products: Set<string> }
+interface TaskInfo { family: string; firstKind: string; products: Set<string>; itemIds: string[] }
 
 /** The expert's proposal openings (src/domains/retail/synth/expert.ts), most specific first. */
 const PROPOSALS: [string, RegExp][] = [
@@ -47,12 +54,20 @@ function readTasks(dir: string): Map<string, TaskInfo> {
   const tasks = JSON.parse(readFileSync(path, 'utf8')) as {
     id: string;
     longrun?: { family?: string; requests?: { kind?: string }[] };
-    evaluation_criteria?: { actions?: { name?: string; arguments?: { product_id?: unknown } }[] | null };
+    evaluation_criteria?: { actions?: { name?: string; arguments?: { product_id?: unknown; item_ids?: unknown; new_item_ids?: unknown } }[] | null };
   }[];
+  /** The item ids of the first gold write that names items (empty when none does). */
+  const itemIds = (t: (typeof tasks)[number]) => {
+    const write = (t.evaluation_criteria?.actions ?? []).find((a) => Array.isArray(a.arguments?.item_ids));
+    return write ? [...(write.arguments!.item_ids as unknown[]), ...((write.arguments!.new_item_ids as unknown[] | undefined) ?? [])].map(String) : [];
+  };
   const products = (t: (typeof tasks)[number]) =>
     new Set((t.evaluation_criteria?.actions ?? []).filter((a) => a.name === 'get_product_details').map((a) => String(a.arguments?.product_id)));
-  return new Map(tasks.map((t) => [t.id, { family: t.longrun?.family ?? '?', firstKind: t.longrun?.requests?.[0]?.kind ?? '?', products: products(t) }]));
+  return new Map(tasks.map((t) => [t.id, { family: t.longrun?.family ?? '?', firstKind: t.longrun?.requests?.[0]?.kind ?? '?', products: products(t), itemIds: itemIds(t) }]));
 }
+
+/** How many of the agent's proposals the customer turned down: user messages that open with a scripted refusal. */
+const refused = (r: Row) => r.messages.filter((m) => m.role === 'user' && typeof m.content === 'string' && NO_REPLIES.some((no) => (m.content as string).startsWith(no))).length;
 
 const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${k} ${v}`).join(', ');
@@ -68,8 +83,8 @@ function report(dir: string): void {
     byFamily.set(fam, list);
   }
   console.log(`\n${dir}: ${rows.length} episodes`);
-  console.log('| family | episodes | mean reward | first proposal = the request | first product looked up = a gold one | first proposals | first tool errors | ended |');
-  console.log('| --- | ---: | ---: | ---: | ---: | --- | --- | --- |');
+  console.log('| family | episodes | mean reward | first proposal = the request | first product looked up = a gold one | first proposal names the gold items | 3 or more proposals turned down | first proposals | first tool errors | ended |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |');
   let right = 0;
   let proposed = 0;
   for (const [fam, rs] of [...byFamily].sort()) {
@@ -80,6 +95,9 @@ function report(dir: string): void {
     let n = 0;
     let goldProduct = 0;
     let lookedUp = 0;
+    const looping = rs.filter((r) => refused(r) >= 3).length;
+    let goldItems = 0;
+    let itemProposals = 0;
     for (const r of rs) {
       const first = r.messages.flatMap((m) => (m.role === 'assistant' ? m.toolCalls ?? [] : [])).find((c) => c.name === 'get_product_details');
       const gold = tasks.get(r.taskId)?.products ?? new Set<string>();
@@ -89,6 +107,11 @@ function report(dir: string): void {
       }
       count(ends, r.terminationReason ?? '?');
       const text = r.messages.find((m) => m.role === 'assistant' && typeof m.content === 'string' && /\(yes\/no\)/.test(m.content));
+      const goldIds = tasks.get(r.taskId)?.itemIds ?? [];
+      if (text && goldIds.length > 0) {
+        itemProposals++;
+        if (goldIds.every((id) => String(text.content).includes(id))) goldItems++;
+      }
       if (text) {
         const k = proposalKind(String(text.content));
         count(kinds, k);
@@ -111,9 +134,25 @@ function report(dir: string): void {
       proposed += n;
     }
     const mean = rs.reduce((a, r) => a + r.reward, 0) / rs.length;
-    console.log(`| ${fam} | ${rs.length} | ${mean.toFixed(3)} | ${scored && n > 0 ? `${ok}/${n}` : '—'} | ${lookedUp > 0 ? `${goldProduct}/${lookedUp}` : '—'} | ${top(kinds, 4) || '—'} | ${top(errors, 3) || '—'} | ${top(ends, 3)} |`);
+    console.log(`| ${fam} | ${rs.length} | ${mean.toFixed(3)} | ${scored && n > 0 ? `${ok}/${n}` : '—'} | ${lookedUp > 0 ? `${goldProduct}/${lookedUp}` : '—'} | ${itemProposals > 0 ? `${goldItems}/${itemProposals}` : '—'} | ${looping} | ${top(kinds, 4) || '—'} | ${top(errors, 3) || '—'} | ${top(ends, 3)} |`);
   }
   console.log(`first proposals that name the task's action (write families): ${right}/${proposed}`);
+  const buckets = new Map<string, { n: number; reward: number; turnLimit: number }>();
+  for (const r of rows) {
+    const k = refused(r);
+    const key = k >= 3 ? '3 or more' : String(k);
+    const b = buckets.get(key) ?? { n: 0, reward: 0, turnLimit: 0 };
+    b.n++;
+    b.reward += r.reward;
+    if (r.terminationReason === 'max_turns') b.turnLimit++;
+    buckets.set(key, b);
+  }
+  console.log('\n| proposals turned down | episodes | mean reward | ended at the turn limit |');
+  console.log('| --- | ---: | ---: | ---: |');
+  for (const key of ['0', '1', '2', '3 or more']) {
+    const b = buckets.get(key);
+    if (b) console.log(`| ${key} | ${b.n} | ${(b.reward / b.n).toFixed(3)} | ${b.turnLimit} |`);
+  }
 }
 
 const dirs = process.argv.slice(2);

@@ -72,7 +72,12 @@ export const RetailStreamSchema = z.object({
      * to the one wanted (`ExpertAgentOptions.walk`), so the new variant's id is copied forwards. Off by default.
      */
     walk: z.boolean().default(false),
-  }).strict().default({ mistakeRate: 0, restate: false, notes: false, walk: false }),
+    /**
+     * With `notes`: the note before a product lookup for an exchange or modification walks the order's items as
+     * printed, up to the one the customer named (`ExpertAgentOptions.itemWalk`). Off by default.
+     */
+    itemWalk: z.boolean().default(false),
+  }).strict().default({ mistakeRate: 0, restate: false, notes: false, walk: false, itemWalk: false }),
   /**
    * Slips and recoveries (src/domains/retail/synth/recovery.ts): each read call of the demonstrator slips first with
    * probability `rate` (a wrong id, an item id for a product id, an email one character off); the slip is context,
@@ -158,6 +163,7 @@ export function parseRetailStream(raw: unknown): RetailStreamSpec {
   const r = RetailStreamSchema.safeParse(raw);
   if (!r.success) throw new Error(`invalid sft.stream section:\n${r.error.issues.map((i) => `  sft.stream.${i.path.join('.')}: ${i.message}`).join('\n')}`);
   if (r.data.expert.walk && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.expert.walk: the walk is a note; set sft.stream.expert.notes: true as well');
+  if (r.data.expert.itemWalk && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.expert.itemWalk: the item walk is a note; set sft.stream.expert.notes: true as well');
   if ((r.data.lookupDrill?.recall ?? 0) > 0 && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.lookupDrill.recall: the recall turn is a note; set sft.stream.expert.notes: true as well');
   return r.data;
 }
@@ -217,7 +223,7 @@ function fullestRows(packed: readonly PackedRow[], n: number): PackedRow[] {
  * defaults, so a run made before them still resumes (their defaults give the earlier streams, draw for draw).
  */
 function fingerprintSpec(spec: RetailStreamSpec): unknown {
-  const { restate, notes, walk, ...expert } = spec.expert;
+  const { restate, notes, walk, itemWalk, ...expert } = spec.expert;
   let recovery: Record<string, unknown> | undefined;
   if (spec.recovery !== undefined) {
     const { identity, proposals, ...rest } = spec.recovery;
@@ -228,7 +234,7 @@ function fingerprintSpec(spec: RetailStreamSpec): unknown {
     const { recall, recallTurns, variants, ...rest } = spec.lookupDrill;
     lookupDrill = { ...rest, ...(recall ? { recall } : {}), ...(recallTurns ? { recallTurns } : {}), ...(variants ? { variants } : {}) };
   }
-  return { ...spec, expert: { ...expert, ...(restate ? { restate } : {}), ...(notes ? { notes } : {}), ...(walk ? { walk } : {}) }, recovery, lookupDrill };
+  return { ...spec, expert: { ...expert, ...(restate ? { restate } : {}), ...(notes ? { notes } : {}), ...(walk ? { walk } : {}), ...(itemWalk ? { itemWalk } : {}) }, recovery, lookupDrill };
 }
 
 export class RetailStream implements SftSource {
@@ -275,6 +281,7 @@ export class RetailStream implements SftSource {
       ...(s.expert.restate ? { restate: true } : {}),
       ...(s.expert.notes ? { notes: true } : {}),
       ...(s.expert.walk ? { walk: true } : {}),
+      ...(s.expert.itemWalk ? { itemWalk: true } : {}),
     });
     const agent = s.recovery && s.recovery.rate > 0 ? new RecoveringAgent(expert, s.recovery) : expert;
     const records: TrajectoryRecord[] = [];

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { isSuccess } from '../../../src/tooluse/metrics.ts';
 import { createRetailDomain } from '../../../src/domains/retail/domain.ts';
 import { EpisodeRunner } from '../../../src/domains/retail/synth/episode.ts';
-import { ExpertAgent } from '../../../src/domains/retail/synth/expert.ts';
+import { ExpertAgent, itemEntries, itemNote } from '../../../src/domains/retail/synth/expert.ts';
 import { SynthRng } from '../../../src/domains/retail/synth/rng.ts';
 import type { Message } from '../../../src/tooluse/messages.ts';
 import { RandomAgent } from '../../../src/domains/retail/synth/random-agent.ts';
@@ -173,6 +173,74 @@ describe('expert and random agents against the scripted user', () => {
     await runner.close();
     assert.ok(walks >= 10, `walks: ${walks}`);
     assert.throws(() => new ExpertAgent({ walk: true }), /walk writes notes/);
+  });
+
+  it('itemWalk: before a product lookup the note repeats the order\'s items as printed, from the first up to the one named', async () => {
+    const { domain, tasks } = sets[0]!;
+    const items = [...tasks.filter((t) => t.longrun.family === 'exchange' || t.longrun.family === 'modify_items').slice(0, 40), ...tasks.filter((t) => t.longrun.family === 'return').slice(0, 30)];
+    const runner = new EpisodeRunner({ domain, tasks: items, user: new ScriptedRetailUser() });
+    const noting = new ExpertAgent({ restate: true, notes: true });
+    const walking = new ExpertAgent({ restate: true, notes: true, itemWalk: true });
+    let walks = 0, longer = 0, rereads = 0, returns = 0;
+    for (const [i, task] of items.entries()) {
+      const a = await runner.run(noting, task.id, 90 + i);
+      const b = await runner.run(walking, task.id, 90 + i);
+      assert.equal(b.reward, a.reward, task.id);
+      // the same conversation, but for the orders read again right before a walk
+      const bare = (ms: typeof a.messages) => ms.map((m) => (m.role === 'assistant' ? { ...m, reasoning: undefined } : m));
+      const again = new Set<number>();
+      b.messages.forEach((m, k) => {
+        const c = m.role === 'assistant' ? m.toolCalls?.[0] : undefined;
+        const next = b.messages[k + 2];
+        const walksNext = next?.role === 'assistant' && (next.toolCalls?.[0]?.name === 'get_product_details' || /^Here are the details: return/.test(String(next.content)));
+        if (c?.name === 'get_order_details' && walksNext && b.messages.slice(0, k).some((x) => x.role === 'assistant' && x.toolCalls?.[0]?.name === 'get_order_details' && x.toolCalls[0].arguments.order_id === c.arguments.order_id)) {
+          again.add(k).add(k + 1);
+          rereads++;
+        }
+      });
+      const noIds = (ms: Message[]) => bare(ms).map((m) => (m.role === 'assistant' ? { ...m, toolCalls: m.toolCalls?.map((c) => ({ ...c, id: undefined })) } : { ...m, id: undefined }));
+      assert.deepEqual(noIds(b.messages.filter((_, k) => !again.has(k))), noIds(a.messages), task.id);
+      b.messages.forEach((m, k) => {
+        if (m.role !== 'assistant') return;
+        if (/^Here are the details: return/.test(String(m.content)) && m.reasoning !== undefined) {
+          // the items as printed up to the last one returned, then the ones returned, whose ids the proposal names
+          const lines = m.reasoning.split('\n');
+          const printed = [...b.messages.slice(0, k)].reverse().find((x) => x.role === 'tool' && String(x.content).startsWith('{"order_id"'));
+          const text = String(printed?.content);
+          const entries = lines.filter((l) => l.includes('"price": '));
+          const named = lines.slice(entries.length).map((l) => JSON.parse(l) as { name: string; product_id: string; item_id: string });
+          assert.ok(entries.length >= 1 && named.length >= 1 && text.includes(`"items": [${entries.join(', ')}`), `${task.id}: a return walk from the first item`);
+          const walked = (it: (typeof named)[number], e: string) => e.startsWith(`${itemNote(it).slice(0, -1)}, `);
+          assert.ok(named.every((it) => String(m.content).includes(it.item_id) && entries.some((e) => walked(it, e))), `${task.id}: the items returned are walked and proposed`);
+          assert.ok(named.some((it) => walked(it, entries[entries.length - 1]!)), `${task.id}: the walk stops at an item returned`);
+          returns++;
+          return;
+        }
+        const c = m.toolCalls?.[0];
+        if (c?.name !== 'get_product_details' || m.reasoning === undefined) return;
+        const orderText = b.messages[k - 1];
+        assert.ok(orderText?.role === 'tool' && String(orderText.content).startsWith('{"order_id"'), `${task.id}: the order's details right before the walk`);
+        const printed = String(orderText.content);
+        const lines = m.reasoning.split('\n');
+        // the items as printed, in order, from the first; the last is the item looked up
+        const at = lines.map((l) => printed.indexOf(l));
+        assert.ok(at.every((p) => p >= 0), `${task.id}: every entry is printed text`);
+        assert.ok(printed.startsWith(`"items": [${lines[0]}`, printed.indexOf('"items": [')), `${task.id}: the walk starts at the first item`);
+        assert.ok(printed.includes(lines.join(', ')), `${task.id}: consecutive items`);
+        const last = JSON.parse(lines[lines.length - 1]!) as { product_id: string; name: string };
+        assert.equal(last.product_id, c.arguments.product_id);
+        const asked = b.messages.slice(0, k).filter((x) => x.role === 'user').map((x) => String(x.content).toLowerCase()).join('\n');
+        assert.ok(asked.includes(last.name.toLowerCase()), `${task.id}: the customer named ${last.name}`);
+        walks++;
+        if (lines.length > 1) longer++;
+      });
+    }
+    await runner.close();
+    assert.ok(walks >= 10 && longer >= 3 && rereads >= 1 && returns >= 10, `walks: ${walks}, longer than one entry: ${longer}, orders read again: ${rereads}, return walks: ${returns}`);
+    assert.throws(() => new ExpertAgent({ itemWalk: true }), /itemWalk writes notes/);
+    assert.deepEqual(itemEntries('{"order_id": "#W1", "items": [{"name": "A", "options": {"x": "}"}}, {"name": "B"}], "status": "x"}', 1), ['{"name": "A", "options": {"x": "}"}}', '{"name": "B"}']);
+    assert.equal(itemEntries('{"order_id": "#W1", "items": [{"name": "A"}]}', 1), null);
+    assert.equal(itemEntries('Error: Order not found', 0), null);
   });
 
   it('the expert also solves long multi-request conversations (difficulty 4–5)', async () => {

@@ -113,6 +113,28 @@ export function variantEntries(productText: string, itemId: string): string[] | 
   return null;
 }
 
+/**
+ * The items of an order as its details print them, in printed order, up to and including the item at `index` of its
+ * `items` list: each item's JSON object sliced verbatim from the tool's text (name, product id, item id, price, options).
+ * Null when the text has no items list or fewer items. The note before a product lookup with the item walk
+ * (`ExpertAgentOptions.itemWalk`) repeats them one per line.
+ */
+export function itemEntries(orderText: string, index: number): string[] | null {
+  const open = orderText.indexOf('"items": [');
+  if (open < 0 || !(Number.isInteger(index) && index >= 0)) return null;
+  const entries: string[] = [];
+  let i = open + '"items": ['.length;
+  while (entries.length <= index) {
+    if (orderText.startsWith(', ', i)) i += 2;
+    if (orderText[i] !== '{') return null;
+    const close = closingBrace(orderText, i);
+    if (close < 0) return null;
+    entries.push(orderText.slice(i, close + 1));
+    i = close + 1;
+  }
+  return entries;
+}
+
 /** The index of the brace that closes the JSON object opening at `text[at]` (braces inside strings skipped), or −1. */
 function closingBrace(text: string, at: number): number {
   let depth = 0, inString = false;
@@ -225,9 +247,15 @@ class ExpertSession implements AgentSession {
 
   /** With the walk: the text of each product's details as the tool printed it. */
   private readonly productTexts = new Map<string, string>();
+  /** With the item walk: the text of each order's details as the tools last printed it. */
+  private readonly orderTexts = new Map<string, string>();
+  /** With the item walk: the order whose details the last tool result printed (null when it printed something else). */
+  private lastOrderRead: string | null = null;
+  /** With the item walk: the order items (`<order id> <index>`) whose order was read again before their walk. */
+  private readonly reread = new Set<string>();
 
   constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false, private readonly writeNotes = false,
-    private readonly walk = false) {}
+    private readonly walk = false, private readonly itemWalk = false) {}
 
   act(observed: readonly Message[]): AgentTurn {
     for (const m of observed) {
@@ -283,6 +311,7 @@ class ExpertSession implements AgentSession {
     this.pendingMistake = null;
     if (mistake && error) mistake.detail += ` (the tool refused it: ${content})`;
     if (!c) return;
+    this.lastOrderRead = null;
     switch (c.name) {
       case 'find_user_id_by_email':
       case 'find_user_id_by_name_zip':
@@ -297,8 +326,13 @@ class ExpertSession implements AgentSession {
       }
       case 'get_order_details': {
         const o = error ? null : parseOrder(content);
-        if (o) this.orders.set(o.order_id, o);
-        else this.missingOrders.add(String(c.arguments.order_id));
+        if (o) {
+          this.orders.set(o.order_id, o);
+          if (this.itemWalk) {
+            this.orderTexts.set(o.order_id, content);
+            this.lastOrderRead = o.order_id;
+          }
+        } else this.missingOrders.add(String(c.arguments.order_id));
         return;
       }
       case 'get_product_details': {
@@ -319,7 +353,10 @@ class ExpertSession implements AgentSession {
           if (u) this.user = u;
         } else if (c.name !== 'transfer_to_human_agents') {
           const o = parseOrder(content);
-          if (o) this.orders.set(o.order_id, o);
+          if (o) {
+            this.orders.set(o.order_id, o);
+            if (this.itemWalk) this.orderTexts.set(o.order_id, content);
+          }
         }
       }
     }
@@ -410,7 +447,7 @@ class ExpertSession implements AgentSession {
     const text = extractOrderDescription(plan.text).rest;
     const found = findNames(text, order.items.map((i) => i.name));
     const pairs: Pair[] = [];
-    for (const item of order.items) {
+    for (const [index, item] of order.items.entries()) {
       const keys = Object.keys(item.options);
       let stated: Record<string, string> = {};
       found.forEach((f, k) => {
@@ -418,7 +455,15 @@ class ExpertSession implements AgentSession {
       });
       if (Object.keys(stated).length === 0) continue;
       const product = this.products.get(item.product_id);
-      if (!product) return { ...call('get_product_details', { product_id: item.product_id }), note: itemNote(item) };
+      if (!product) {
+        // The walk starts at the first item of the order just printed: an order read before another is read again.
+        if (this.itemWalk && this.lastOrderRead !== order.order_id && !this.reread.has(`${order.order_id} ${index}`)) {
+          this.reread.add(`${order.order_id} ${index}`);
+          return call('get_order_details', { order_id: order.order_id });
+        }
+        const walked = this.itemWalk ? itemEntries(this.orderTexts.get(order.order_id) ?? '', index) : null;
+        return { ...call('get_product_details', { product_id: item.product_id }), note: walked ? walked.join('\n') : itemNote(item) };
+      }
       const wanted = { ...item.options, ...stated };
       const target = Object.values(product.variants).find((v) => keys.every((k) => v.options[k] === wanted[k]) && Object.keys(v.options).length === keys.length);
       if (!target || !target.available || target.item_id === item.item_id) {
@@ -631,8 +676,16 @@ class ExpertSession implements AgentSession {
           const ids = items.map((i) => i.item_id);
           return this.write(plan, { name: 'return_delivered_order_items', arguments: { order_id: id, item_ids: ids, payment_method_id: pm } }, () => this.returnSlips(order, ids, pm));
         }
+        // With the item walk: the order's items as printed up to the last one returned, then the ones returned.
+        const last = Math.max(...items.map((i) => order.items.indexOf(i)));
+        if (this.itemWalk && this.lastOrderRead !== order.order_id && !this.reread.has(`${order.order_id} return`)) {
+          this.reread.add(`${order.order_id} return`);
+          return call('get_order_details', { order_id: order.order_id });
+        }
+        const walked = this.itemWalk ? itemEntries(this.orderTexts.get(order.order_id) ?? '', last) : null;
         const list = items.map((i) => `${i.name} ${i.item_id}`).join(', ');
-        return { ...this.confirm(plan, `Here are the details: return from order ${id}: ${list}, with the refund going to ${pm}.`), note: items.map(itemNote).join('\n') };
+        const note = [...(walked ?? []), ...items.map(itemNote)].join('\n');
+        return { ...this.confirm(plan, `Here are the details: return from order ${id}: ${list}, with the refund going to ${pm}.`), note };
       }
     }
   }
@@ -761,6 +814,17 @@ export interface ExpertAgentOptions {
    * by the options printed after it. Off by default.
    */
   walk?: boolean;
+  /**
+   * With `notes`: the note before a product lookup for an exchange or modification walks the order's items as the
+   * order details printed them, one per line, from the first up to the one the customer named (`itemEntries`), in
+   * place of that item's text alone (`itemNote`). Each entry is then a forward copy of the printed text, and the choice
+   * of the item by its name becomes where the walk stops; the lookup's product id is the last line's. The note before
+   * a return proposal walks so up to the last item returned, then names the items returned (`itemNote`), a few lines
+   * back. The walk starts at the first item of the last tool result: when another result came after the order's details
+   * (another order read while finding it, another product's details), the expert reads the order again first. Off by
+   * default.
+   */
+  itemWalk?: boolean;
 }
 
 export class ExpertAgent implements SynthAgent {
@@ -769,19 +833,22 @@ export class ExpertAgent implements SynthAgent {
   private readonly restate: boolean;
   private readonly notes: boolean;
   private readonly walk: boolean;
+  private readonly itemWalk: boolean;
 
   constructor(options: ExpertAgentOptions = {}) {
     this.mistakes = options.mistakes ?? null;
     this.restate = options.restate ?? false;
     this.notes = options.notes ?? false;
     this.walk = options.walk ?? false;
+    this.itemWalk = options.itemWalk ?? false;
     if (this.walk && !this.notes) throw new Error('ExpertAgent: walk writes notes; set notes: true as well');
+    if (this.itemWalk && !this.notes) throw new Error('ExpertAgent: itemWalk writes notes; set notes: true as well');
     // Validate now, so a bad option fails when the agent is made rather than in its first episode.
     if (this.mistakes) new MistakeMaker(this.mistakes, new SynthRng(0));
   }
 
   /** The episode's mistakes are drawn from `context.seed`: the same seed gives the same episode. */
   start(context: AgentEpisodeContext): AgentSession {
-    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null, this.restate, this.notes, this.walk);
+    return new ExpertSession(this.mistakes ? new MistakeMaker(this.mistakes, new SynthRng(context.seed).fork('expert mistakes')) : null, this.restate, this.notes, this.walk, this.itemWalk);
   }
 }

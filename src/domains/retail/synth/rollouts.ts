@@ -27,20 +27,22 @@ export interface MakeAgentOptions {
   notes?: boolean;
   /** With `notes`: the note before an item proposal walks the product's variants (`ExpertAgentOptions.walk`). */
   walk?: boolean;
+  /** With `notes`: the note before a product lookup walks the order's items (`ExpertAgentOptions.itemWalk`). */
+  itemWalk?: boolean;
 }
 
 export function makeAgent(name: string, options: MakeAgentOptions = {}): SynthAgent {
-  const { mistakeRate, mistakeKinds, restate, notes, walk } = options;
+  const { mistakeRate, mistakeKinds, restate, notes, walk, itemWalk } = options;
   if (mistakeKinds !== undefined && mistakeRate === undefined) throw new Error('mistakeKinds needs a mistakeRate');
   if (name === 'expert') {
-    const extra = { ...(restate ? { restate: true } : {}), ...(notes ? { notes: true } : {}), ...(walk ? { walk: true } : {}) };
+    const extra = { ...(restate ? { restate: true } : {}), ...(notes ? { notes: true } : {}), ...(walk ? { walk: true } : {}), ...(itemWalk ? { itemWalk: true } : {}) };
     if (mistakeRate === undefined) return new ExpertAgent(extra);
     return new ExpertAgent({ ...extra, mistakes: { rate: mistakeRate, ...(mistakeKinds === undefined ? {} : { kinds: parseMistakeKinds(mistakeKinds) }) } });
   }
   if (name === 'random') {
     if (mistakeRate !== undefined) throw new Error(`The mistake rate is a knob of the 'expert' agent, not of '${name}'`);
     if (restate) throw new Error(`restate is a knob of the 'expert' agent, not of '${name}'`);
-    if (notes || walk) throw new Error(`${notes ? 'notes' : 'walk'} is a knob of the 'expert' agent, not of '${name}'`);
+    if (notes || walk || itemWalk) throw new Error(`${notes ? 'notes' : walk ? 'walk' : 'itemWalk'} is a knob of the 'expert' agent, not of '${name}'`);
     return new RandomAgent();
   }
   throw new Error(`Unknown agent '${name}' (known: ${AGENT_NAMES.join(', ')})`);
