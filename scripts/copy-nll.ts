@@ -124,8 +124,8 @@ const byTool = new Map<string, { ok: number; calls: number }>();
 /** The action word of each proposal ("Here is the change: pay …", "Here are the details: return …"): the decision. */
 const decisions: number[] = [];
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
-/** The notes before product lookups (`lookupNotes`): whether every token was sure, and the probability at each line end. */
-const lookupNotes: { sure: boolean }[] = [];
+/** The notes before product lookups (`lookupNotes`): how many, how many with every token sure, and the probability at each line end. */
+let lookupNotes = 0, lookupNotesSure = 0;
 const lineEnds: number[] = [];
 /** Character spans of the notes right before a `get_product_details` call: from the note's text to its `<|end|>` (inclusive). */
 function lookupNoteSpans(text: string): { start: number; end: number }[] {
@@ -169,7 +169,8 @@ for (const d of scored) {
     // targets whose text starts inside the note (its `<|end|>` included); a line ends at each newline and at `<|end|>`
     const inNote = [...starts.keys()].filter((i) => starts[i] >= note.start && starts[i] < note.end && x.assistantMask[i]);
     if (inNote.length === 0) continue; // outside the loss mask
-    lookupNotes.push({ sure: inNote.every((i) => r.logprobs[i] > Math.log(0.5)) });
+    lookupNotes++;
+    if (inNote.every((i) => r.logprobs[i] > Math.log(0.5))) lookupNotesSure++;
     const body = text.slice(note.start, note.end - '<|end|>'.length);
     const ends = [...body.matchAll(/\n/g)].map((m) => note.start + m.index!).concat(note.end - '<|end|>'.length);
     for (const e of ends) {
@@ -241,8 +242,8 @@ for (const d of scored) {
   }
 }
 const lookupSummary = {
-  notes: lookupNotes.length,
-  sure: lookupNotes.length === 0 ? null : Number((lookupNotes.filter((l) => l.sure).length / lookupNotes.length).toFixed(3)),
+  notes: lookupNotes,
+  sure: lookupNotes === 0 ? null : Number((lookupNotesSure / lookupNotes).toFixed(3)),
   stopP: lineEnds.length === 0 ? null : Number([...lineEnds].sort((u, v) => u - v)[Math.floor(lineEnds.length / 2)].toFixed(3)),
   stopSure: lineEnds.length === 0 ? null : Number((lineEnds.filter((p) => p > 0.5).length / lineEnds.length).toFixed(3)),
 };

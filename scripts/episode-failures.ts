@@ -18,9 +18,8 @@
  *
  *   node --import tsx scripts/episode-failures.ts EVAL_DIR [EVAL_DIR …]
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { NO_REPLIES } from '../src/domains/retail/synth/user-phrasing.ts';
+import { readEvalFolder } from './eval-folder.ts';
 
 interface Row {
   taskId: string;
@@ -46,22 +45,19 @@ export function proposalKind(text: string): string {
   return PROPOSALS.find(([, re]) => re.test(text))?.[0] ?? 'unrecognised';
 }
 
-function readTasks(dir: string): Map<string, TaskInfo> {
-  for (const f of ['config.json', 'trajectories.jsonl']) if (!existsSync(join(dir, f))) throw new Error(`${dir} is not a \`longrun eval --out\` folder: it has no ${f}`);
-  const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { tasksFile?: string };
-  const path = config.tasksFile;
-  if (typeof path !== 'string' || !existsSync(path)) throw new Error(`${dir}/config.json names no readable tasks file (got ${String(path)})`);
-  const tasks = JSON.parse(readFileSync(path, 'utf8')) as {
-    id: string;
-    longrun?: { family?: string; requests?: { kind?: string }[] };
-    evaluation_criteria?: { actions?: { name?: string; arguments?: { product_id?: unknown; item_ids?: unknown; new_item_ids?: unknown } }[] | null };
-  }[];
+type TaskJson = {
+  id: string;
+  longrun?: { family?: string; requests?: { kind?: string }[] };
+  evaluation_criteria?: { actions?: { name?: string; arguments?: { product_id?: unknown; item_ids?: unknown; new_item_ids?: unknown } }[] | null };
+};
+
+function taskInfo(tasks: readonly TaskJson[]): Map<string, TaskInfo> {
   /** The item ids of the first gold write that names items (empty when none does). */
-  const itemIds = (t: (typeof tasks)[number]) => {
+  const itemIds = (t: TaskJson) => {
     const write = (t.evaluation_criteria?.actions ?? []).find((a) => Array.isArray(a.arguments?.item_ids));
     return write ? [...(write.arguments!.item_ids as unknown[]), ...((write.arguments!.new_item_ids as unknown[] | undefined) ?? [])].map(String) : [];
   };
-  const products = (t: (typeof tasks)[number]) =>
+  const products = (t: TaskJson) =>
     new Set((t.evaluation_criteria?.actions ?? []).filter((a) => a.name === 'get_product_details').map((a) => String(a.arguments?.product_id)));
   return new Map(tasks.map((t) => [t.id, { family: t.longrun?.family ?? '?', firstKind: t.longrun?.requests?.[0]?.kind ?? '?', products: products(t), itemIds: itemIds(t) }]));
 }
@@ -73,8 +69,9 @@ const count = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 
 const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${k} ${v}`).join(', ');
 
 function report(dir: string): void {
-  const tasks = readTasks(dir);
-  const rows = readFileSync(join(dir, 'trajectories.jsonl'), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Row);
+  const folder = readEvalFolder<TaskJson, Row>(dir);
+  const tasks = taskInfo(folder.tasks);
+  const rows = folder.rows;
   const byFamily = new Map<string, Row[]>();
   for (const r of rows) {
     const fam = tasks.get(r.taskId)?.family ?? '?';

@@ -456,12 +456,8 @@ class ExpertSession implements AgentSession {
       if (Object.keys(stated).length === 0) continue;
       const product = this.products.get(item.product_id);
       if (!product) {
-        // The walk starts at the first item of the order just printed: an order read before another is read again.
-        if (this.itemWalk && this.lastOrderRead !== order.order_id && !this.reread.has(`${order.order_id} ${index}`)) {
-          this.reread.add(`${order.order_id} ${index}`);
-          return call('get_order_details', { order_id: order.order_id });
-        }
-        const walked = this.itemWalk ? itemEntries(this.orderTexts.get(order.order_id) ?? '', index) : null;
+        const walked = this.walkTo(order, index, `${order.order_id} ${index}`);
+        if (walked !== null && !Array.isArray(walked)) return walked;
         return { ...call('get_product_details', { product_id: item.product_id }), note: walked ? walked.join('\n') : itemNote(item) };
       }
       const wanted = { ...item.options, ...stated };
@@ -472,6 +468,20 @@ class ExpertSession implements AgentSession {
       pairs.push({ itemId: item.item_id, newItemId: target.item_id, name: item.name, productId: item.product_id, options: target.options });
     }
     return pairs.length > 0 ? pairs : this.ask(plan, 'Which items would you like to change, and to which options?');
+  }
+
+  /**
+   * With the item walk, the order's items as printed up to the one at `index` (`itemEntries`); but first, once per
+   * `key`, the call that reads the order again when its details are not the last tool result, so that the walk
+   * starts at the first item of the text just printed. Null without the item walk (or with an unreadable text).
+   */
+  private walkTo(order: OrderJson, index: number, key: string): Step | string[] | null {
+    if (!this.itemWalk) return null;
+    if (this.lastOrderRead !== order.order_id && !this.reread.has(key)) {
+      this.reread.add(key);
+      return call('get_order_details', { order_id: order.order_id });
+    }
+    return itemEntries(this.orderTexts.get(order.order_id) ?? '', index);
   }
 
   private ask(plan: Plan, question: string): Step {
@@ -677,12 +687,8 @@ class ExpertSession implements AgentSession {
           return this.write(plan, { name: 'return_delivered_order_items', arguments: { order_id: id, item_ids: ids, payment_method_id: pm } }, () => this.returnSlips(order, ids, pm));
         }
         // With the item walk: the order's items as printed up to the last one returned, then the ones returned.
-        const last = Math.max(...items.map((i) => order.items.indexOf(i)));
-        if (this.itemWalk && this.lastOrderRead !== order.order_id && !this.reread.has(`${order.order_id} return`)) {
-          this.reread.add(`${order.order_id} return`);
-          return call('get_order_details', { order_id: order.order_id });
-        }
-        const walked = this.itemWalk ? itemEntries(this.orderTexts.get(order.order_id) ?? '', last) : null;
+        const walked = this.walkTo(order, Math.max(...items.map((i) => order.items.indexOf(i))), `${order.order_id} return`);
+        if (walked !== null && !Array.isArray(walked)) return walked;
         const list = items.map((i) => `${i.name} ${i.item_id}`).join(', ');
         const note = [...(walked ?? []), ...items.map(itemNote)].join('\n');
         return { ...this.confirm(plan, `Here are the details: return from order ${id}: ${list}, with the refund going to ${pm}.`), note };
