@@ -35,9 +35,9 @@
  *
  * `lookupNotes`: the notes right before a `get_product_details` call, where the item is chosen by the name the customer
  * gave (`itemNote`, or with `expert.itemWalk` the order's items walked up to it): how many, `sure` the share written
- * with every token at p > 0.5 (the note's end included), `stopP` the median probability of the token that ends each
- * line (a newline: the walk goes on; the note's end: it stops at this item), and `stopSure` the share of those at
- * p > 0.5. A single-line note has one line end.
+ * with every token at p > 0.5 (the note's end included), `stopP` the median probability of the token after each entry
+ * (a top-level JSON object; after it a newline, or the `,` of `, ` in a walk joined as printed: the walk goes on; the
+ * note's end: it stops at this item), and `stopSure` the share of those at p > 0.5. A single-entry note has one.
  *
  * `--address` scores the last N documents that write an address instead, and splits out the address tokens of the write
  * call (`address1`, `address2`, `city`, `state`, `zip`: copied from the customer's sentence) as `addressNll`.
@@ -50,7 +50,7 @@ import { microBatchInput } from '../src/rl/packing.ts';
 import type { SftDocument } from '../src/rl/packing.ts';
 import { heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } from '../src/recipes/retail/stream.ts';
 import { loadRun } from '../src/recipes/load-run.ts';
-import { noteIdKind } from '../src/domains/retail/synth/expert.ts';
+import { closingBrace, noteIdKind } from '../src/domains/retail/synth/expert.ts';
 
 const { values: a } = parseArgs({ options: { config: { type: 'string' }, checkpoint: { type: 'string' }, docs: { type: 'string', default: '8' }, address: { type: 'boolean', default: false }, show: { type: 'string' }, 'show-chars': { type: 'string', default: '60' } } });
 const showChars = Number(a['show-chars']);
@@ -166,13 +166,14 @@ for (const d of scored) {
   const spans = nameSpans(text), addrSpans = a.address ? addressSpans(text) : [];
   const calls = callSpans(text).map((c) => ({ ...c, ok: true, scored: 0 }));
   for (const note of lookupNoteSpans(text)) {
-    // targets whose text starts inside the note (its `<|end|>` included); a line ends at each newline and at `<|end|>`
+    // targets whose text starts inside the note (its `<|end|>` included); an entry ends where a top-level JSON object
+    // closes: the next character (a newline or the `,` of `, `: the walk goes on; `<|end|>`: it stops) is the decision
     const inNote = [...starts.keys()].filter((i) => starts[i] >= note.start && starts[i] < note.end && x.assistantMask[i]);
     if (inNote.length === 0) continue; // outside the loss mask
     lookupNotes++;
     if (inNote.every((i) => r.logprobs[i] > Math.log(0.5))) lookupNotesSure++;
     const body = text.slice(note.start, note.end - '<|end|>'.length);
-    const ends = [...body.matchAll(/\n/g)].map((m) => note.start + m.index!).concat(note.end - '<|end|>'.length);
+    const ends = entryEnds(body).map((e) => note.start + e);
     for (const e of ends) {
       const i = inNote.find((k) => starts[k] <= e && (k + 1 >= starts.length || starts[k + 1] > e));
       if (i !== undefined) lineEnds.push(Math.exp(r.logprobs[i]));
@@ -272,4 +273,15 @@ function numberSummary() {
     noteIdSure: { product: mean(notes('product'), (n) => Number(n.sure)), item: mean(notes('item'), (n) => Number(n.sure)), variant: mean(notes('variant'), (n) => Number(n.sure)), walk: mean(notes('walk'), (n) => Number(n.sure)) },
     noteIdFirstP: { product: median(notes('product')), item: median(notes('item')), variant: median(notes('variant')), walk: median(notes('walk')) },
   };
+}
+
+/** Offsets just past each JSON object of a note (its entries; braces inside strings skipped): where its walk stops or goes on. */
+function entryEnds(body: string): number[] {
+  const ends: number[] = [];
+  for (let at = body.indexOf('{'); at >= 0; at = body.indexOf('{', ends[ends.length - 1])) {
+    const close = closingBrace(body, at);
+    if (close < 0) break;
+    ends.push(close + 1);
+  }
+  return ends;
 }

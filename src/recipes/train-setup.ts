@@ -66,6 +66,12 @@ export const RunFileSchema = z.object({
      * alike); validation keeps every family.
      */
     trainFamilies: z.array(z.enum(TASK_FAMILIES)).min(1).optional(),
+    /**
+     * retail-synth: the scripted user of the training episodes leaves after turning down this many proposals
+     * (`ScriptedUserOptions.maxRefusals`), so loops of wrong proposals end early; validation keeps the default user,
+     * who turns proposals down as often as they come (as τ²'s does), as `longrun eval` does.
+     */
+    trainMaxRefusals: z.number().int().positive().optional(),
   }).strict().prefault({}),
   policy: z.object({
     type: z.enum(['tabular', 'gpt-oss']),
@@ -340,6 +346,7 @@ function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: 
 
 export async function buildRun(run: RunFile): Promise<BuiltRun> {
   if (run.taskOptions.trainFamilies && run.task !== 'retail-synth') throw new Error(`taskOptions.trainFamilies applies to task retail-synth only, not ${run.task}`);
+  if (run.taskOptions.trainMaxRefusals !== undefined && run.task !== 'retail-synth') throw new Error(`taskOptions.trainMaxRefusals applies to task retail-synth only (the scripted user), not ${run.task}`);
   if (run.task === 'toy') {
     const s = createToySetup({ lr: run.policy.type === 'tabular' ? run.policy.lr : undefined });
     const common = { format: s.format as ChatFormat, makeEnv: s.makeEnv as () => AgentEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId };
@@ -412,7 +419,7 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
       engine,
       actorUpdate,
       format,
-      makeEnv: () => makeSynthRetailEnv(trainSet, envOptions),
+      makeEnv: () => makeSynthRetailEnv(trainSet, { ...envOptions, maxRefusals: o.trainMaxRefusals }),
       trainTasks: trainTasksOf(trainSet.tasks, o),
       valTasks: valSet?.tasks.map((t) => t.id),
       makeValEnv: valSet ? () => makeSynthRetailEnv(valSet, envOptions) : undefined,

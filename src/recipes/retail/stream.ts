@@ -74,9 +74,10 @@ export const RetailStreamSchema = z.object({
     walk: z.boolean().default(false),
     /**
      * With `notes`: the note before a product lookup for an exchange or modification walks the order's items as
-     * printed, up to the one the customer named (`ExpertAgentOptions.itemWalk`). Off by default.
+     * printed, up to the one the customer named (`ExpertAgentOptions.itemWalk`): `true` one entry a line, `printed` the
+     * entries joined as printed (a verbatim substring of the order details). Off by default.
      */
-    itemWalk: z.boolean().default(false),
+    itemWalk: z.union([z.boolean(), z.literal('printed')]).default(false),
   }).strict().default({ mistakeRate: 0, restate: false, notes: false, walk: false, itemWalk: false }),
   /**
    * Slips and recoveries (src/domains/retail/synth/recovery.ts): each read call of the demonstrator slips first with
@@ -281,7 +282,7 @@ export class RetailStream implements SftSource {
       ...(s.expert.restate ? { restate: true } : {}),
       ...(s.expert.notes ? { notes: true } : {}),
       ...(s.expert.walk ? { walk: true } : {}),
-      ...(s.expert.itemWalk ? { itemWalk: true } : {}),
+      ...(s.expert.itemWalk ? { itemWalk: s.expert.itemWalk } : {}),
     });
     const agent = s.recovery && s.recovery.rate > 0 ? new RecoveringAgent(expert, s.recovery) : expert;
     const records: TrajectoryRecord[] = [];

@@ -243,6 +243,46 @@ describe('expert and random agents against the scripted user', () => {
     assert.equal(itemEntries('Error: Order not found', 0), null);
   });
 
+  it("itemWalk 'printed': the walk is the order details' own text from the first item to the one named, the episodes otherwise the line walk's", async () => {
+    const { domain, tasks } = sets[0]!;
+    const items = [...tasks.filter((t) => t.longrun.family === 'exchange' || t.longrun.family === 'modify_items').slice(0, 20), ...tasks.filter((t) => t.longrun.family === 'return').slice(0, 15)];
+    const runner = new EpisodeRunner({ domain, tasks: items, user: new ScriptedRetailUser() });
+    const lines = new ExpertAgent({ restate: true, notes: true, itemWalk: true });
+    const printed = new ExpertAgent({ restate: true, notes: true, itemWalk: 'printed' });
+    let lookups = 0, returns = 0, several = 0;
+    for (const [i, task] of items.entries()) {
+      const a = await runner.run(lines, task.id, 300 + i);
+      const b = await runner.run(printed, task.id, 300 + i);
+      assert.equal(b.reward, a.reward, task.id);
+      assert.equal(b.messages.length, a.messages.length, task.id);
+      b.messages.forEach((m, k) => {
+        const n = a.messages[k]!;
+        assert.equal(m.role, n.role);
+        if (m.role !== 'assistant' || n.role !== 'assistant') return assert.equal(m.content, n.content, `${task.id} message ${k}`);
+        assert.equal(m.content, n.content, `${task.id} message ${k}`);
+        assert.deepEqual(m.toolCalls?.map((c) => [c.name, c.arguments]), n.toolCalls?.map((c) => [c.name, c.arguments]));
+        if (m.reasoning === n.reasoning) return;
+        // Only the walk differs: the line walk's entries joined with ', ' instead of newlines.
+        const isReturn = /^Here are the details: return/.test(String(m.content));
+        const walkLines = String(n.reasoning).split('\n').filter((l) => !isReturn || l.includes('"price": '));
+        const walk = walkLines.join(', ');
+        assert.ok(String(m.reasoning).startsWith(walk), `${task.id}: the printed walk is the line walk joined`);
+        const orderText = [...b.messages.slice(0, k)].reverse().find((x) => x.role === 'tool' && String(x.content).startsWith('{"order_id"'));
+        assert.ok(String(orderText?.content).includes(`"items": [${walk}`), `${task.id}: a verbatim substring from the first item`);
+        if (isReturn) {
+          assert.equal(String(m.reasoning).split('\n').length, String(n.reasoning).split('\n').length - walkLines.length + 1);
+          returns++;
+        } else {
+          assert.equal(m.reasoning, walk);
+          lookups++;
+        }
+        if (walkLines.length > 1) several++;
+      });
+    }
+    await runner.close();
+    assert.ok(lookups >= 5 && returns >= 5 && several >= 3, `lookup walks ${lookups}, return walks ${returns}, of several items ${several}`);
+  });
+
   it('the expert also solves long multi-request conversations (difficulty 4–5)', async () => {
     const { domain, world } = sets[1]!;
     const long = generateTasks(world, 40, { count: 110, difficulty: [4, 5] }).tasks;

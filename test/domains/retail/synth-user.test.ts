@@ -5,6 +5,7 @@ import { isUserStop, STOP_TOKEN, TRANSFER_MESSAGE, TRANSFER_TOKEN, userEpisodeCo
 import { createRetailDomain } from '../../../src/domains/retail/domain.ts';
 import { SynthRng } from '../../../src/domains/retail/synth/rng.ts';
 import { generateTasks } from '../../../src/domains/retail/synth/task-gen.ts';
+import { changesMind, initialVersion } from '../../../src/domains/retail/synth/scenario.ts';
 import { proposalMatches, ScriptedRetailUser } from '../../../src/domains/retail/synth/user-sim.ts';
 import { generateWorld } from '../../../src/domains/retail/synth/world.ts';
 
@@ -98,6 +99,61 @@ describe('scripted user', () => {
     assert.match(say('Done.'), /^Yes/);
     const last = session.respond(convo);
     assert.ok(last.includes(STOP_TOKEN), 'stops after its only request is done');
+  });
+
+  it('with maxRefusals, leaves at the proposal it turns down that many times, and not for a change of mind', () => {
+    const task = tasks.find((t) => t.longrun.family === 'cancel')!;
+    const r = task.longrun.requests[0]!;
+    assert.equal(r.kind, 'cancel');
+    if (r.kind !== 'cancel') return;
+    const wrong = `Please confirm: cancel order #W0000000 with the reason '${r.reason}' (yes/no)?`;
+    const play = (user: ScriptedRetailUser, proposals: number): string[] => {
+      const session = user.start(userEpisodeContext(task, 3));
+      const convo: UserViewTurn[] = [{ role: 'user', content: 'Hi! How can I help you today?' }];
+      const replies = [session.respond(convo)];
+      for (let i = 0; i < proposals; i++) {
+        convo.push({ role: 'assistant', content: replies[replies.length - 1]! }, { role: 'user', content: wrong });
+        replies.push(session.respond(convo));
+      }
+      return replies;
+    };
+    const patient = play(new ScriptedRetailUser(), 6);
+    assert.ok(patient.slice(1).every((x) => /^No/.test(x) && !isUserStop(x)), 'the default user turns proposals down as often as they come');
+    const leaves = play(new ScriptedRetailUser(undefined, { maxRefusals: 3 }), 3);
+    assert.ok(leaves.slice(1, 3).every((x) => /^No/.test(x) && !isUserStop(x)));
+    assert.match(leaves[3]!, /^No/);
+    assert.ok(isUserStop(leaves[3]!), 'the third refusal ends the episode');
+    // The same seed gives the same words until it leaves.
+    assert.deepEqual(leaves.slice(0, 3), patient.slice(0, 3));
+    assert.throws(() => new ScriptedRetailUser(undefined, { maxRefusals: 0 }), /maxRefusals must be at least 1/);
+
+    // The first version of a request whose user changes its mind is not turned down: it does not count.
+    const revising = tasks.find((t) => t.longrun.authenticates && changesMind(t.longrun.requests[0]!))!;
+    const first = initialVersion(revising.longrun.requests[0]!);
+    const right = revising.longrun.requests[0]!;
+    const proposal = (q: typeof first): string => {
+      switch (q.kind) {
+        case 'modify_items':
+        case 'exchange':
+          return `${q.kind === 'exchange' ? 'exchange' : 'modify'} in order ${q.order.orderId}: ${q.changes.map((c) => `${c.itemId} -> ${c.newItemId}`).join('; ')}, paid with ${q.payment.paymentMethodId} (yes/no)`;
+        case 'return':
+          return `return in order ${q.order.orderId}: ${q.items.map((i) => i.itemId).join(', ')}, refund to ${q.payment.paymentMethodId} (yes/no)`;
+        default:
+          throw new Error(`no proposal written for ${q.kind}`);
+      }
+    };
+    assert.ok(proposalMatches(first, proposal(first)) && proposalMatches(right, proposal(right)));
+    const session = new ScriptedRetailUser(undefined, { maxRefusals: 1 }).start(userEpisodeContext(revising, 5));
+    const convo: UserViewTurn[] = [{ role: 'user', content: 'Hi! How can I help you today?' }];
+    const say = (agent: string): string => {
+      const reply = session.respond(convo);
+      convo.push({ role: 'assistant', content: reply }, { role: 'user', content: agent });
+      return reply;
+    };
+    say(proposal(first));
+    const changed = say(proposal(right));
+    assert.ok(!isUserStop(changed), 'a change of mind is not a refusal');
+    assert.match(say('Done.'), /^Yes/);
   });
 
   it('matches proposals on order, items, payment method, address and reason', () => {

@@ -7,6 +7,7 @@ import { BpeTokenizer } from '../../../src/llm/index.ts';
 import { LLAMA_CPP_PRETOKENIZER_PATTERNS, choosePretokenizer } from '../../../src/model/checkpoint/gguf-tokenizer.ts';
 import { COMPACT_RETAIL_POLICY, prepareRetailData, taskSignature } from '../../../src/recipes/retail/prepare.ts';
 import type { SynthTask } from '../../../src/domains/retail/synth/task-gen.ts';
+import type { AgentEnv } from '../../../src/rollout/agent-loop.ts';
 
 describe('prepare (the data stage of a retail-synth run)', () => {
   it('writes seeded splits, expert trajectories and a tokenizer; reuses them for the same section and refuses a different one', async () => {
@@ -114,6 +115,23 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       await assert.rejects(buildRun(file({ trainFamilies: ['exchange'] })), /has no task of these families/);
       assert.throws(() => file({ trainFamilies: ['no_such_family'] }), /trainFamilies|Invalid/);
       await assert.rejects(buildRun(file({ trainFamilies: chosen }, 'toy')), /retail-synth only/);
+
+      // taskOptions.trainMaxRefusals: the training customer leaves at its second refusal, the validation one stays.
+      const patient = await buildRun(file({ trainMaxRefusals: 2 }));
+      const cancel = patient.deps.trainTasks.find((id) => family(id) === 'cancel')!;
+      assert.ok(cancel, 'a cancel task to propose on');
+      const wrong = { content: "Please confirm: cancel order #W0000000 with the reason 'no longer needed' (yes/no)?" };
+      const refusalsUntilDone = async (env: AgentEnv, taskId: string) => {
+        await env.reset({ options: { taskId } });
+        for (let k = 1; k <= 4; k++) if ((await env.step(wrong))[2]) return k;
+        return Infinity;
+      };
+      assert.equal(await refusalsUntilDone(patient.deps.makeEnv(), cancel), 2);
+      const valCancel = patient.deps.valTasks!.find((id) => family(id) === 'cancel' || family(id) === 'return');
+      if (valCancel) assert.equal(await refusalsUntilDone(patient.deps.makeValEnv!(), valCancel), Infinity);
+      assert.equal(await refusalsUntilDone(all.deps.makeEnv(), cancel), Infinity);
+      assert.throws(() => file({ trainMaxRefusals: 0 }), /trainMaxRefusals|Invalid|too_small/);
+      await assert.rejects(buildRun(file({ trainMaxRefusals: 2 }, 'toy')), /retail-synth only/);
 
       // The SFT documents: expert conversations, then copy-drill documents, then identity-drill conversations.
       const { sftDocuments } = await import('../../../src/recipes/sft-documents.ts');

@@ -21,7 +21,7 @@ export function makeSynthRetailEnv(source: string | LoadedSynthTaskSet, options:
   return new ToolUseEnv({
     domain: set.domain,
     tasks: set.tasks,
-    user: new ScriptedRetailUser(set.scenarios, { maxTurns: options.maxTurns, maxConfused: options.maxConfused }),
+    user: new ScriptedRetailUser(set.scenarios, { maxTurns: options.maxTurns, maxConfused: options.maxConfused, maxRefusals: options.maxRefusals }),
     maxSteps: options.maxSteps ?? 200,
     maxErrors: options.maxErrors,
     allMessagesAsObservation: options.allMessagesAsObservation,

@@ -136,7 +136,7 @@ export function itemEntries(orderText: string, index: number): string[] | null {
 }
 
 /** The index of the brace that closes the JSON object opening at `text[at]` (braces inside strings skipped), or −1. */
-function closingBrace(text: string, at: number): number {
+export function closingBrace(text: string, at: number): number {
   let depth = 0, inString = false;
   for (let j = at; j < text.length; j++) {
     const ch = text[j];
@@ -255,7 +255,12 @@ class ExpertSession implements AgentSession {
   private readonly reread = new Set<string>();
 
   constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false, private readonly writeNotes = false,
-    private readonly walk = false, private readonly itemWalk = false) {}
+    private readonly walk = false, private readonly itemWalk: boolean | 'printed' = false) {}
+
+  /** How the item walk's entries are joined: one per line, or as the order details print them (`, `). */
+  private get walkSeparator(): string {
+    return this.itemWalk === 'printed' ? ', ' : '\n';
+  }
 
   act(observed: readonly Message[]): AgentTurn {
     for (const m of observed) {
@@ -458,7 +463,7 @@ class ExpertSession implements AgentSession {
       if (!product) {
         const walked = this.walkTo(order, index, `${order.order_id} ${index}`);
         if (walked !== null && !Array.isArray(walked)) return walked;
-        return { ...call('get_product_details', { product_id: item.product_id }), note: walked ? walked.join('\n') : itemNote(item) };
+        return { ...call('get_product_details', { product_id: item.product_id }), note: walked ? walked.join(this.walkSeparator) : itemNote(item) };
       }
       const wanted = { ...item.options, ...stated };
       const target = Object.values(product.variants).find((v) => keys.every((k) => v.options[k] === wanted[k]) && Object.keys(v.options).length === keys.length);
@@ -690,7 +695,7 @@ class ExpertSession implements AgentSession {
         const walked = this.walkTo(order, Math.max(...items.map((i) => order.items.indexOf(i))), `${order.order_id} return`);
         if (walked !== null && !Array.isArray(walked)) return walked;
         const list = items.map((i) => `${i.name} ${i.item_id}`).join(', ');
-        const note = [...(walked ?? []), ...items.map(itemNote)].join('\n');
+        const note = [...(walked ? [walked.join(this.walkSeparator)] : []), ...items.map(itemNote)].join('\n');
         return { ...this.confirm(plan, `Here are the details: return from order ${id}: ${list}, with the refund going to ${pm}.`), note };
       }
     }
@@ -827,10 +832,12 @@ export interface ExpertAgentOptions {
    * of the item by its name becomes where the walk stops; the lookup's product id is the last line's. The note before
    * a return proposal walks so up to the last item returned, then names the items returned (`itemNote`), a few lines
    * back. The walk starts at the first item of the last tool result: when another result came after the order's details
-   * (another order read while finding it, another product's details), the expert reads the order again first. Off by
-   * default.
+   * (another order read while finding it, another product's details), the expert reads the order again first.
+   * `'printed'`: the entries joined as the order details print them (`, `), so the walk is the printed text itself from
+   * the first item on (a verbatim substring: every token follows the tokens it follows there), not one entry a line.
+   * Off by default.
    */
-  itemWalk?: boolean;
+  itemWalk?: boolean | 'printed';
 }
 
 export class ExpertAgent implements SynthAgent {
@@ -839,7 +846,7 @@ export class ExpertAgent implements SynthAgent {
   private readonly restate: boolean;
   private readonly notes: boolean;
   private readonly walk: boolean;
-  private readonly itemWalk: boolean;
+  private readonly itemWalk: boolean | 'printed';
 
   constructor(options: ExpertAgentOptions = {}) {
     this.mistakes = options.mistakes ?? null;

@@ -28,14 +28,14 @@ export interface MakeAgentOptions {
   /** With `notes`: the note before an item proposal walks the product's variants (`ExpertAgentOptions.walk`). */
   walk?: boolean;
   /** With `notes`: the note before a product lookup walks the order's items (`ExpertAgentOptions.itemWalk`). */
-  itemWalk?: boolean;
+  itemWalk?: boolean | 'printed';
 }
 
 export function makeAgent(name: string, options: MakeAgentOptions = {}): SynthAgent {
   const { mistakeRate, mistakeKinds, restate, notes, walk, itemWalk } = options;
   if (mistakeKinds !== undefined && mistakeRate === undefined) throw new Error('mistakeKinds needs a mistakeRate');
   if (name === 'expert') {
-    const extra = { ...(restate ? { restate: true } : {}), ...(notes ? { notes: true } : {}), ...(walk ? { walk: true } : {}), ...(itemWalk ? { itemWalk: true } : {}) };
+    const extra = { ...(restate ? { restate: true } : {}), ...(notes ? { notes: true } : {}), ...(walk ? { walk: true } : {}), ...(itemWalk ? { itemWalk } : {}) };
     if (mistakeRate === undefined) return new ExpertAgent(extra);
     return new ExpertAgent({ ...extra, mistakes: { rate: mistakeRate, ...(mistakeKinds === undefined ? {} : { kinds: parseMistakeKinds(mistakeKinds) }) } });
   }

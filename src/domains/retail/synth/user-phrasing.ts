@@ -126,4 +126,6 @@ export const YES_REPLIES = ['Yes, please proceed.', 'Yes, go ahead.', "Yes, that
 export const NO_REPLIES = ["No, that's not what I asked for.", "No, that's not right.", 'No, please do not do that.'] as const;
 export const CHANGE_OF_MIND = ['No, wait, I changed my mind.', 'Hmm, no. Actually, let me change that.', 'No, sorry, I want something slightly different.'] as const;
 export const NEXT_PREFIXES = ['Thanks.', 'Great, thank you.', 'Perfect.', 'Okay.', 'Thank you. One more thing:', 'Great. Also,'] as const;
+/** What a user with limited patience (`maxRefusals`) says after the last proposal it turns down. */
+export const GIVING_UP = ["Never mind, I'll sort this out another time.", "Let's leave it, I'll call back later.", 'Forget it, thanks anyway.'] as const;
 export const CLOSINGS = ["That's all I needed, thank you!", 'Great, thanks for your help.', 'Thanks, that is everything.'] as const;

@@ -3,7 +3,8 @@
  * only the agent's texts (as τ²'s user does), reveals identity details only when asked, states one request at a
  * time in seeded templated phrasings, confirms a proposed action only when it matches its goal, answers questions
  * about missing details, and ends with `###STOP###` (or `###TRANSFER###` after a hand-off). Any agent text is handled
- * without throwing, and the episode ends after a bounded number of turns.
+ * without throwing, and the episode ends after a bounded number of turns. By default, like τ²'s simulated user, it
+ * turns down a wrong proposal and states its request again as often as one comes; `maxRefusals` makes it leave instead.
  */
 import type { Task } from '../../../tooluse/tasks.ts';
 import type { UserEpisodeContext, UserSession, UserSimulator, UserViewTurn } from '../../../tooluse/user.ts';
@@ -15,6 +16,7 @@ import { changesMind, initialVersion, type SynthRequest, type SynthScenario } fr
 import {
   CHANGE_OF_MIND,
   CLOSINGS,
+  GIVING_UP,
   GREETINGS,
   identityReply,
   NEXT_PREFIXES,
@@ -31,6 +33,12 @@ export interface ScriptedUserOptions {
   maxTurns?: number;
   /** Agent messages in a row it cannot make sense of before it gives up (default 4). */
   maxConfused?: number;
+  /**
+   * Proposals it turns down before it leaves (`###STOP###` with the last refusal); default: never leaves for that.
+   * A proposal of the request's first version by a user who changes its mind is not a refusal. A training option
+   * (`taskOptions.trainMaxRefusals`): the loops of wrong proposals end early, the evaluation keeps the patient user.
+   */
+  maxRefusals?: number;
 }
 
 /** The scenario of a task: the task's own `longrun` field, or the entry for its id in a side map. */
@@ -94,12 +102,14 @@ class ScriptedSession implements ScriptedUserSession {
   private over = false;
   /** Whether the user already changed its mind about the current request (see `SynthRequest.droppedChange`). */
   private revised = false;
+  private refusals = 0;
 
   constructor(
     private readonly s: SynthScenario,
     seed: number,
     private readonly maxTurns: number,
     private readonly maxConfused: number,
+    private readonly maxRefusals: number,
   ) {
     this.rng = new SynthRng((s.styleSeed ^ Math.imul(seed | 0, 0x9e3779b1)) >>> 0);
   }
@@ -175,6 +185,7 @@ class ScriptedSession implements ScriptedUserSession {
         return `${this.rng.pick(CHANGE_OF_MIND)} ${this.statement()}`;
       }
       this.revised = true;
+      if (++this.refusals >= this.maxRefusals) return this.stop(`${this.rng.pick(NO_REPLIES)} ${this.rng.pick(GIVING_UP)}`);
       return `${this.rng.pick(NO_REPLIES)} ${this.statement()}`;
     }
     if (ASKS_IDENTITY.test(text)) return this.identity();
@@ -193,6 +204,7 @@ export class ScriptedRetailUser implements UserSimulator {
   readonly name = 'scripted';
   private readonly maxTurns: number;
   private readonly maxConfused: number;
+  private readonly maxRefusals: number;
 
   /** `scenarios`: side map by task id, for tasks whose `longrun` field was dropped (e.g. parsed by the τ² loader). */
   constructor(
@@ -201,12 +213,14 @@ export class ScriptedRetailUser implements UserSimulator {
   ) {
     this.maxTurns = options.maxTurns ?? 40;
     this.maxConfused = options.maxConfused ?? 4;
+    this.maxRefusals = options.maxRefusals ?? Infinity;
     if (!(this.maxTurns >= 2) || !(this.maxConfused >= 1)) throw new Error('maxTurns must be at least 2 and maxConfused at least 1');
+    if (!(this.maxRefusals >= 1)) throw new Error(`maxRefusals must be at least 1 (got ${options.maxRefusals})`);
   }
 
   start(context: UserEpisodeContext): ScriptedUserSession {
     const scenario = scenarioOf(context.task, this.scenarios);
     if (!scenario) throw new Error(`Task ${context.task.id} has no synthetic scenario (no 'longrun' field and no entry in the scenario map)`);
-    return new ScriptedSession(scenario, context.seed, this.maxTurns, this.maxConfused);
+    return new ScriptedSession(scenario, context.seed, this.maxTurns, this.maxConfused, this.maxRefusals);
   }
 }
