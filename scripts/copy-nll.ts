@@ -124,9 +124,9 @@ const byTool = new Map<string, { ok: number; calls: number }>();
 /** The action word of each proposal ("Here is the change: pay …", "Here are the details: return …"): the decision. */
 const decisions: number[] = [];
 let addressNll = 0, addressTokens = 0, addressConfident = 0;
-/** The notes before product lookups (`lookupNotes`): how many, how many with every token sure, and the probability at each line end. */
+/** The notes before product lookups (`lookupNotes`): how many, how many with every token sure, and the probability after each entry. */
 let lookupNotes = 0, lookupNotesSure = 0;
-const lineEnds: number[] = [];
+const entryEndPs: number[] = [];
 /** Character spans of the notes right before a `get_product_details` call: from the note's text to its `<|end|>` (inclusive). */
 function lookupNoteSpans(text: string): { start: number; end: number }[] {
   const spans: { start: number; end: number }[] = [];
@@ -176,7 +176,7 @@ for (const d of scored) {
     const ends = entryEnds(body).map((e) => note.start + e);
     for (const e of ends) {
       const i = inNote.find((k) => starts[k] <= e && (k + 1 >= starts.length || starts[k + 1] > e));
-      if (i !== undefined) lineEnds.push(Math.exp(r.logprobs[i]));
+      if (i !== undefined) entryEndPs.push(Math.exp(r.logprobs[i]));
     }
   }
   for (let i = 0; i < x.targets.length; i++) {
@@ -245,8 +245,8 @@ for (const d of scored) {
 const lookupSummary = {
   notes: lookupNotes,
   sure: lookupNotes === 0 ? null : Number((lookupNotesSure / lookupNotes).toFixed(3)),
-  stopP: lineEnds.length === 0 ? null : Number([...lineEnds].sort((u, v) => u - v)[Math.floor(lineEnds.length / 2)].toFixed(3)),
-  stopSure: lineEnds.length === 0 ? null : Number((lineEnds.filter((p) => p > 0.5).length / lineEnds.length).toFixed(3)),
+  stopP: entryEndPs.length === 0 ? null : Number([...entryEndPs].sort((u, v) => u - v)[Math.floor(entryEndPs.length / 2)].toFixed(3)),
+  stopSure: entryEndPs.length === 0 ? null : Number((entryEndPs.filter((p) => p > 0.5).length / entryEndPs.length).toFixed(3)),
 };
 const callTotals = [...byTool.values()].reduce((t, b) => ({ ok: t.ok + b.ok, calls: t.calls + b.calls }), { ok: 0, calls: 0 });
 console.log(JSON.stringify({ checkpoint: a.checkpoint, documents: scored.length, calls: callTotals.calls, callP50: callTotals.ok / callTotals.calls,

@@ -18,13 +18,14 @@ export interface SynthEnvOptions extends ScriptedUserOptions {
 /** `source`: a task-set folder written by `longrun gen tasks`, or one already read. */
 export function makeSynthRetailEnv(source: string | LoadedSynthTaskSet, options: SynthEnvOptions = {}): ToolUseEnv<RetailDb> {
   const set = typeof source === 'string' ? readTaskSet(source) : source;
+  const { maxSteps, maxErrors, allMessagesAsObservation, renderMode, ...user } = options;
   return new ToolUseEnv({
     domain: set.domain,
     tasks: set.tasks,
-    user: new ScriptedRetailUser(set.scenarios, { maxTurns: options.maxTurns, maxConfused: options.maxConfused, maxRefusals: options.maxRefusals }),
-    maxSteps: options.maxSteps ?? 200,
-    maxErrors: options.maxErrors,
-    allMessagesAsObservation: options.allMessagesAsObservation,
-    renderMode: options.renderMode,
+    user: new ScriptedRetailUser(set.scenarios, user),
+    maxSteps: maxSteps ?? 200,
+    maxErrors,
+    allMessagesAsObservation,
+    renderMode,
   });
 }

@@ -117,7 +117,7 @@ export function variantEntries(productText: string, itemId: string): string[] | 
  * The items of an order as its details print them, in printed order, up to and including the item at `index` of its
  * `items` list: each item's JSON object sliced verbatim from the tool's text (name, product id, item id, price, options).
  * Null when the text has no items list or fewer items. The note before a product lookup with the item walk
- * (`ExpertAgentOptions.itemWalk`) repeats them one per line.
+ * (`ExpertAgentOptions.itemWalk`) repeats them, one per line or joined as printed.
  */
 export function itemEntries(orderText: string, index: number): string[] | null {
   const open = orderText.indexOf('"items": [');
@@ -256,11 +256,6 @@ class ExpertSession implements AgentSession {
 
   constructor(private readonly mk: MistakeMaker | null = null, private readonly restate = false, private readonly writeNotes = false,
     private readonly walk = false, private readonly itemWalk: boolean | 'printed' = false) {}
-
-  /** How the item walk's entries are joined: one per line, or as the order details print them (`, `). */
-  private get walkSeparator(): string {
-    return this.itemWalk === 'printed' ? ', ' : '\n';
-  }
 
   act(observed: readonly Message[]): AgentTurn {
     for (const m of observed) {
@@ -462,8 +457,8 @@ class ExpertSession implements AgentSession {
       const product = this.products.get(item.product_id);
       if (!product) {
         const walked = this.walkTo(order, index, `${order.order_id} ${index}`);
-        if (walked !== null && !Array.isArray(walked)) return walked;
-        return { ...call('get_product_details', { product_id: item.product_id }), note: walked ? walked.join(this.walkSeparator) : itemNote(item) };
+        if (walked !== null && typeof walked !== 'string') return walked;
+        return { ...call('get_product_details', { product_id: item.product_id }), note: walked ?? itemNote(item) };
       }
       const wanted = { ...item.options, ...stated };
       const target = Object.values(product.variants).find((v) => keys.every((k) => v.options[k] === wanted[k]) && Object.keys(v.options).length === keys.length);
@@ -476,17 +471,18 @@ class ExpertSession implements AgentSession {
   }
 
   /**
-   * With the item walk, the order's items as printed up to the one at `index` (`itemEntries`); but first, once per
-   * `key`, the call that reads the order again when its details are not the last tool result, so that the walk
-   * starts at the first item of the text just printed. Null without the item walk (or with an unreadable text).
+   * With the item walk, the text of the walk: the order's items as printed up to the one at `index` (`itemEntries`),
+   * one a line or joined as printed; but first, once per `key`, the call that reads the order again when its details
+   * are not the last tool result, so that the walk starts at the first item of the text just printed. Null without
+   * the item walk (or with an unreadable text).
    */
-  private walkTo(order: OrderJson, index: number, key: string): Step | string[] | null {
+  private walkTo(order: OrderJson, index: number, key: string): Step | string | null {
     if (!this.itemWalk) return null;
     if (this.lastOrderRead !== order.order_id && !this.reread.has(key)) {
       this.reread.add(key);
       return call('get_order_details', { order_id: order.order_id });
     }
-    return itemEntries(this.orderTexts.get(order.order_id) ?? '', index);
+    return itemEntries(this.orderTexts.get(order.order_id) ?? '', index)?.join(this.itemWalk === 'printed' ? ', ' : '\n') ?? null;
   }
 
   private ask(plan: Plan, question: string): Step {
@@ -693,9 +689,9 @@ class ExpertSession implements AgentSession {
         }
         // With the item walk: the order's items as printed up to the last one returned, then the ones returned.
         const walked = this.walkTo(order, Math.max(...items.map((i) => order.items.indexOf(i))), `${order.order_id} return`);
-        if (walked !== null && !Array.isArray(walked)) return walked;
+        if (walked !== null && typeof walked !== 'string') return walked;
         const list = items.map((i) => `${i.name} ${i.item_id}`).join(', ');
-        const note = [...(walked ? [walked.join(this.walkSeparator)] : []), ...items.map(itemNote)].join('\n');
+        const note = [...(walked === null ? [] : [walked]), ...items.map(itemNote)].join('\n');
         return { ...this.confirm(plan, `Here are the details: return from order ${id}: ${list}, with the refund going to ${pm}.`), note };
       }
     }
