@@ -28,7 +28,7 @@
  *
  *   node --import tsx scripts/recall-probe.ts --checkpoint models/retail-pretrain-v3-stage3 [--steps 150] [--lr 1e-3]
  *     [--rows 4] [--seq 2048] [--theta X] [--no-yarn] [--layers sfsf] [--add-global N] [--add-at K] [--eval-every 25]
- *     [--passes 1] [--orders 2-4] [--show N] [--seed 1]
+ *     [--passes 1] [--orders 2-4] [--show N] [--seed 1] [--eval-docs 48] [--tokenizer models/retail-pretrain-v3/tokenizer.json]
  */
 import { parseArgs } from 'node:util';
 import { clipGradNorm } from '../src/engine/index.ts';
@@ -163,9 +163,9 @@ function makeDoc(rng: SynthRng, worldSeed: number, orders: [number, number]): Do
 }
 
 /** Rows of T tokens packed with whole documents (one at least; a document longer than T is cut). */
-function batch(rng: SynthRng, worldSeeds: () => number, nRows: number, orders: [number, number] = [2, 4]): { docs: Array<{ doc: Doc; row: number; at: number }>; tokens: Int32Array; targets: Int32Array; docIds: Int32Array; lossMask: Float32Array } {
+function batch(rng: SynthRng, worldSeeds: () => number, nRows: number, orders: [number, number] = [2, 4]): { docs: Array<{ doc: Doc; row: number; at: number; kept: number }>; tokens: Int32Array; targets: Int32Array; docIds: Int32Array; lossMask: Float32Array } {
   const tokens = new Int32Array(nRows * T), targets = new Int32Array(nRows * T).fill(-1), docIds = new Int32Array(nRows * T), lossMask = new Float32Array(nRows * T);
-  const docs: Array<{ doc: Doc; row: number; at: number }> = [];
+  const docs: Array<{ doc: Doc; row: number; at: number; kept: number }> = [];
   for (let r = 0; r < nRows; r++) {
     let at = 0, d = 0;
     for (;;) {
@@ -179,7 +179,7 @@ function batch(rng: SynthRng, worldSeeds: () => number, nRows: number, orders: [
       }
       // the loss on predicting each span's tokens: targets at positions start−1 … end−2
       for (const [s, e] of doc.spans) for (let j = s - 1; j < e - 1 && j + 1 < n; j++) lossMask[r * T + at + j] = 1;
-      docs.push({ doc, row: r, at });
+      docs.push({ doc, row: r, at, kept: n });
       at += n;
       d++;
       if (at >= T) break;
@@ -205,10 +205,10 @@ function evaluate(): { ids: number; median: number; sure: number; mass: number; 
     const r = model.forward({ tokens: b.tokens, targets: b.targets, docIds: b.docIds, lossMask: b.lossMask, batch: rows }, { grad: false, fullLogprobs: true });
     const full = r.fullLogprobs!.data();
     for (let i = 0; i < b.lossMask.length; i++) if (b.lossMask[i]) { nll -= r.logprobs[i]!; n++; }
-    for (const { doc, row, at } of b.docs) {
+    for (const { doc, row, at, kept } of b.docs) {
       for (const [k, s] of doc.idStarts.entries()) {
         const pos = row * T + at + s - 1;
-        if (at + s - 1 >= T) continue;
+        if (s >= kept) continue; // the id's first token was cut off with the end of the row
         if (doc.repeat[k]) {
           repeatPs.push(Math.exp(r.logprobs[pos]!));
           continue;
