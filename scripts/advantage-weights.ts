@@ -4,6 +4,7 @@
  * the episodes' rewards (`grpoSequenceAdvantages`, the trainer's formula: unbiased group std, ε 1e-6); groups whose
  * rewards are all equal carry nothing and are left out. Per family, and over the run:
  *
+ * - the groups drawn, their mean reward, and how many had unequal rewards (the informative ones);
  * - the episodes with a positive and with a negative advantage, and their mean sampled (model) tokens, the tokens the
  *   policy loss is taken on;
  * - the advantage-weighted token sums Σ A_i·n_i of each side: the weight each side has under `lossAggMode: token-mean`
@@ -22,10 +23,10 @@ import { grpoSequenceAdvantages } from '../src/rl/advantages.ts';
 interface Episode { kind: string; step: number; taskId: string; family?: string; reward: number; modelTokens: number }
 
 interface Side { episodes: number; tokens: number; tokenWeight: number; seqWeight: number }
-interface Tally { pos: Side; neg: Side; groups: number }
+interface Tally { pos: Side; neg: Side; groups: number; drawn: number; rewardSum: number }
 
 const side = (): Side => ({ episodes: 0, tokens: 0, tokenWeight: 0, seqWeight: 0 });
-const tally = (): Tally => ({ pos: side(), neg: side(), groups: 0 });
+const tally = (): Tally => ({ pos: side(), neg: side(), groups: 0, drawn: 0, rewardSum: 0 });
 
 export function advantageWeights(episodes: readonly Episode[]): Map<string, Tally> {
   const groups = new Map<string, Episode[]>();
@@ -38,10 +39,14 @@ export function advantageWeights(episodes: readonly Episode[]): Map<string, Tall
   }
   const out = new Map<string, Tally>([['all', tally()]]);
   for (const g of groups.values()) {
-    if (g.length < 2 || g.every((e) => e.reward === g[0].reward)) continue;
-    const adv = grpoSequenceAdvantages(g.map((e) => e.reward), g.map(() => 'g'));
     const family = g[0].family ?? 'unknown';
     if (!out.has(family)) out.set(family, tally());
+    for (const t of [out.get('all')!, out.get(family)!]) {
+      t.drawn++;
+      t.rewardSum += g.reduce((a, e) => a + e.reward, 0) / g.length;
+    }
+    if (g.length < 2 || g.every((e) => e.reward === g[0].reward)) continue;
+    const adv = grpoSequenceAdvantages(g.map((e) => e.reward), g.map(() => 'g'));
     for (const t of [out.get('all')!, out.get(family)!]) {
       t.groups++;
       g.forEach((e, i) => {
@@ -71,15 +76,15 @@ function main(files: string[]): void {
       }
     });
     const t = advantageWeights(episodes);
-    console.log(`${file}: informative groups ${t.get('all')!.groups}`);
-    console.log('| family | groups | episodes + / − | mean sampled tokens + / − | token-mean weight − : + | seq-mean weight − : + |');
-    console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+    console.log(`${file}: groups drawn ${t.get('all')!.drawn}, informative ${t.get('all')!.groups}`);
+    console.log('| family | groups drawn | training reward | informative groups | episodes + / − | mean sampled tokens + / − | token-mean weight − : + | seq-mean weight − : + |');
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     const names = [...t.keys()].filter((k) => k !== 'all').sort();
     for (const name of [...names, 'all']) {
-      const { pos, neg, groups } = t.get(name)!;
+      const { pos, neg, groups, drawn, rewardSum } = t.get(name)!;
       const mean = (s: Side) => (s.episodes ? Math.round(s.tokens / s.episodes) : 0);
       const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : '—');
-      console.log(`| ${name} | ${groups} | ${pos.episodes} / ${neg.episodes} | ${mean(pos)} / ${mean(neg)} | ${ratio(neg.tokenWeight, pos.tokenWeight)} | ${ratio(neg.seqWeight, pos.seqWeight)} |`);
+      console.log(`| ${name} | ${drawn} | ${(rewardSum / drawn).toFixed(2)} | ${groups} | ${pos.episodes} / ${neg.episodes} | ${mean(pos)} / ${mean(neg)} | ${ratio(neg.tokenWeight, pos.tokenWeight)} | ${ratio(neg.seqWeight, pos.seqWeight)} |`);
     }
   }
 }

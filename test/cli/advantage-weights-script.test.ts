@@ -20,7 +20,7 @@ test('advantageWeights: long failures outweigh the successes under token-mean, n
   assert.ok(Math.abs(all.neg.seqWeight / all.pos.seqWeight - 1) < 1e-9);
 });
 
-test('advantageWeights: all-equal groups and validation rows carry nothing; families are kept apart', () => {
+test('advantageWeights: all-equal groups are counted as drawn and carry nothing; validation rows are left out; families are kept apart', () => {
   const rows = [
     ep(1, 'a', 1, 50), ep(1, 'a', 1, 50), // all equal
     ep(2, 'a', 1, 10, 'info'), ep(2, 'a', 0, 10, 'info'), // informative, other step
@@ -28,6 +28,9 @@ test('advantageWeights: all-equal groups and validation rows carry nothing; fami
   ];
   const t = advantageWeights(rows);
   assert.equal(t.get('all')!.groups, 1);
-  assert.deepEqual([...t.keys()].sort(), ['all', 'info']);
+  assert.equal(t.get('all')!.drawn, 2);
+  assert.equal(t.get('all')!.rewardSum, 1.5); // 1 for the all-equal group, 0.5 for the other
+  assert.deepEqual([...t.keys()].sort(), ['all', 'cancel', 'info']);
+  assert.deepEqual([t.get('cancel')!.drawn, t.get('cancel')!.groups], [1, 0]);
   assert.deepEqual([t.get('info')!.pos.episodes, t.get('info')!.neg.episodes], [1, 1]);
 });
