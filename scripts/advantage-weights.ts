@@ -28,6 +28,29 @@ interface Tally { pos: Side; neg: Side; groups: number; drawn: number; rewardSum
 const side = (): Side => ({ episodes: 0, tokens: 0, tokenWeight: 0, seqWeight: 0 });
 const tally = (): Tally => ({ pos: side(), neg: side(), groups: 0, drawn: 0, rewardSum: 0 });
 
+/**
+ * The rows of an `episodes.jsonl`. A line that is not JSON, or a training row without the fields the tally reads (a file
+ * of another kind, or cut short), stops with its file and line number rather than turning into NaN in the table.
+ */
+export function parseEpisodes(text: string, file: string): Episode[] {
+  const out: Episode[] = [];
+  text.split('\n').forEach((line, n) => {
+    if (!line.trim()) return;
+    let e: Partial<Episode>;
+    try {
+      e = JSON.parse(line) as Partial<Episode>;
+    } catch (err) {
+      throw new Error(`${file}:${n + 1}: not JSON (${(err as Error).message})`, { cause: err });
+    }
+    if (e === null || typeof e !== 'object') throw new Error(`${file}:${n + 1}: not an episode row`);
+    if (e.kind === 'train' && !(Number.isFinite(e.step) && typeof e.taskId === 'string' && Number.isFinite(e.reward) && Number.isFinite(e.modelTokens))) {
+      throw new Error(`${file}:${n + 1}: a training episode needs a numeric step, reward and modelTokens and a taskId (the rows trainer.episodesFile writes)`);
+    }
+    out.push(e as Episode);
+  });
+  return out;
+}
+
 export function advantageWeights(episodes: readonly Episode[]): Map<string, Tally> {
   const groups = new Map<string, Episode[]>();
   for (const e of episodes) {
@@ -68,14 +91,7 @@ function main(files: string[]): void {
     process.exit(2);
   }
   for (const file of files) {
-    const episodes = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l, n) => {
-      try {
-        return JSON.parse(l) as Episode;
-      } catch (e) {
-        throw new Error(`${file}:${n + 1}: not JSON (${(e as Error).message})`, { cause: e });
-      }
-    });
-    const t = advantageWeights(episodes);
+    const t = advantageWeights(parseEpisodes(readFileSync(file, 'utf8'), file));
     console.log(`${file}: groups drawn ${t.get('all')!.drawn}, informative ${t.get('all')!.groups}`);
     console.log('| family | groups drawn | training reward | informative groups | episodes + / − | mean sampled tokens + / − | token-mean weight − : + | seq-mean weight − : + |');
     console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');

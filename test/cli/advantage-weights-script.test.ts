@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { advantageWeights } from '../../scripts/advantage-weights.ts';
+import { advantageWeights, parseEpisodes } from '../../scripts/advantage-weights.ts';
 
 const ep = (step: number, taskId: string, reward: number, modelTokens: number, family = 'cancel', kind = 'train') => ({ kind, step, taskId, family, reward, modelTokens });
 
@@ -33,4 +33,13 @@ test('advantageWeights: all-equal groups are counted as drawn and carry nothing;
   assert.deepEqual([...t.keys()].sort(), ['all', 'cancel', 'info']);
   assert.deepEqual([t.get('cancel')!.drawn, t.get('cancel')!.groups], [1, 0]);
   assert.deepEqual([t.get('info')!.pos.episodes, t.get('info')!.neg.episodes], [1, 1]);
+});
+
+test('parseEpisodes: reads the rows, and stops on a line that is not JSON or a training row without its fields', () => {
+  const good = JSON.stringify(ep(1, 'a', 1, 10));
+  const rows = parseEpisodes(`${good}\n\n${JSON.stringify({ kind: 'val', step: 0 })}\n`, 'e.jsonl');
+  assert.equal(rows.length, 2);
+  assert.throws(() => parseEpisodes(`${good}\n{"kind": "train",`, 'e.jsonl'), /e\.jsonl:2: not JSON/);
+  assert.throws(() => parseEpisodes(JSON.stringify({ kind: 'train', step: 1, taskId: 'a', reward: 1 }), 'e.jsonl'), /e\.jsonl:1: a training episode needs .*modelTokens/);
+  assert.throws(() => parseEpisodes('3', 'e.jsonl'), /e\.jsonl:1: not an episode row/);
 });
