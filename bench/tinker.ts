@@ -1,13 +1,13 @@
 /**
- * The Tinker protocol's overhead per training step: the same seam calls on the same tiny gpt-oss, once in process
- * (`GptOssBackend`) and once through `longrun serve trainer` in its own process on 127.0.0.1 (`TinkerBackend`, JSON
- * protocol of the tinker SDK ≤ 0.24). One "step" is what a GRPO step asks of the backend: a forward over the batch
+ * The Tinker protocol's overhead per training step: the same seam calls on the same tiny gpt-oss, in process
+ * (`GptOssBackend`) and through `longrun serve trainer` in its own process on 127.0.0.1 (`TinkerBackend`) with each
+ * wire format of forward/forward_backward: JSON (tinker SDK ≤ 0.24), protobuf (SDK ≥ 0.25), protobuf + zstd. One "step" is what a GRPO step asks of the backend: a forward over the batch
  * (π_old), `--minis` mini-batches of forward_backward (ppo loss) + optim_step, a sampler refresh
  * (save_weights_for_sampler) and `--rows` one-sample generations of `--gen` tokens (the rollouts). Also timed: a
  * minimal call (a forward of one 1-token datum), the round trip a training call cannot go below.
  *
- * Both sides compute the same numbers (checked: loss:sum of every forward_backward); the difference is the
- * protocol: JSON encoding and parsing on both ends, HTTP, the future's submit + retrieve, and a second process
+ * All sides compute the same numbers (checked: loss:sum of every forward_backward); the difference is the
+ * protocol: encoding and parsing on both ends (and compressing), HTTP, the future's submit + retrieve, and a second process
  * competing for the same cores. Writes bench/results/tinker.{json,md}.
  * Usage: npm run bench:tinker [-- --preset tiny-1m --rows 16 --tokens 256 --minis 2 --gen 16 --steps 20]
  */
@@ -21,7 +21,7 @@ import { presetConfig } from '../src/model/config.ts';
 import { GptOssModel } from '../src/model/model.ts';
 import { GptOssBackend, type AdamParams, type Datum, type TrainingBackend } from '../src/rl/backend.ts';
 import { GptOssPolicy } from '../src/rl/model-policy.ts';
-import { TinkerBackend, toWireDatum } from '../src/rl/tinker/backend.ts';
+import { TinkerBackend } from '../src/rl/tinker/backend.ts';
 import { toAdamW } from '../src/serve/trainer-server.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -149,34 +149,47 @@ async function main(): Promise<void> {
   const load0 = loadavg();
   try {
     const local = new GptOssBackend(new GptOssPolicy(model(), { optimizer: toAdamW(ADAM), reference: null }));
-    const remote = await TinkerBackend.create({ baseUrl: url, baseModel: 'bench/tiny', heartbeatMs: 10_000 });
-    // Warm-up (Wasm tier-up, first allocations) on both, then the timed steps, alternating sides.
+    // Three clients of the same server, one per wire format of forward/forward_backward bodies.
+    const wires = [
+      { name: 'json', label: 'JSON (SDK 0.24)', options: { wire: 'json' as const } },
+      { name: 'protobuf', label: 'protobuf (SDK ≥ 0.25)', options: { wire: 'protobuf' as const, compress: false } },
+      { name: 'protobuf+zstd', label: 'protobuf + zstd', options: { wire: 'protobuf' as const, compress: true } },
+    ];
+    const remotes = await Promise.all(wires.map((w) => TinkerBackend.create({ baseUrl: url, baseModel: 'bench/tiny', heartbeatMs: 10_000, ...w.options })));
+    remotes.forEach((r, i) => {
+      if (r.client.protobuf !== (wires[i].options.wire === 'protobuf') || r.client.compress !== (wires[i].options.compress === true)) throw new Error(`client ${wires[i].name} did not get its wire format`);
+    });
+    // Warm-up (Wasm tier-up, first allocations) on every side, then the timed steps, the sides taking turns.
     await step(local, 0);
-    await step(remote, 0);
-    const times: { local: StepTimes[]; remote: StepTimes[] } = { local: [], remote: [] };
-    let maxLossDiff = 0;
+    for (const r of remotes) await step(r, 0);
+    const times: { local: StepTimes[]; remote: StepTimes[][] } = { local: [], remote: remotes.map(() => []) };
+    const bodyBytes: number[][] = remotes.map(() => []);
+    const maxLossDiff = remotes.map(() => 0);
     for (let k = 1; k <= STEPS; k++) {
       const l = await step(local, k);
-      const r = await step(remote, k);
       times.local.push(l.t);
-      times.remote.push(r.t);
-      l.losses.forEach((x, i) => (maxLossDiff = Math.max(maxLossDiff, Math.abs(x - r.losses[i]) / Math.max(1, Math.abs(x)))));
+      for (const [i, remote] of remotes.entries()) {
+        const sent = remote.client.sent.bytes;
+        const r = await step(remote, k);
+        bodyBytes[i].push(remote.client.sent.bytes - sent);
+        times.remote[i].push(r.t);
+        l.losses.forEach((x, j) => (maxLossDiff[i] = Math.max(maxLossDiff[i], Math.abs(x - r.losses[j]) / Math.max(1, Math.abs(x)))));
+      }
     }
-    const minimal = { local: median(await minimalCall(local, 20)), remote: median(await minimalCall(remote, 20)) };
-    await remote.close();
-    const bytes = batch(1).reduce((a, d) => a + JSON.stringify(toWireDatum(d)).length, 0);
+    const minimal = { local: median(await minimalCall(local, 20)), remote: [] as number[] };
+    for (const r of remotes) minimal.remote.push(median(await minimalCall(r, 20)));
+    for (const r of remotes) await r.close();
     const keys: (keyof StepTimes)[] = ['forward', 'forward_backward', 'optim_step', 'sampler_sync', 'sample', 'step'];
-    const med = (side: 'local' | 'remote', k: keyof StepTimes) => median(times[side].map((t) => t[k]));
     // The overhead of a call: the median of the paired differences (step k through the API minus step k in process;
-    // the sides alternate, so a pair shares the machine's load), with the interquartile range.
-    const paired = (k: keyof StepTimes) => times.remote.map((t, i) => t[k] - times.local[i][k]);
-    const rowsOut = keys.map((k) => ({ call: k, localMs: med('local', k), remoteMs: med('remote', k), overheadMs: median(paired(k)), overheadIqrMs: [quantile(paired(k), 0.25), quantile(paired(k), 0.75)] }));
-    const range = (side: 'local' | 'remote') => [Math.min(...times[side].map((t) => t.step)), Math.max(...times[side].map((t) => t.step))];
-    // Requests per step: the forward, MINIS × (forward_backward + optim_step), save_weights_for_sampler, ROWS samples;
-    // the samples are in flight together, so the round trips one after another are one fewer than ROWS fewer.
+    // the sides take turns, so a pair shares the machine's load), with the interquartile range.
+    const paired = (i: number, k: keyof StepTimes) => times.remote[i].map((t, j) => t[k] - times.local[j][k]);
+    const rowsOut = keys.map((k) => ({
+      call: k, localMs: median(times.local.map((t) => t[k])),
+      wires: wires.map((w, i) => ({ wire: w.name, remoteMs: median(times.remote[i].map((t) => t[k])), overheadMs: median(paired(i, k)), overheadIqrMs: [quantile(paired(i, k), 0.25), quantile(paired(i, k), 0.75)] })),
+    }));
+    const perWire = wires.map((w, i) => ({ wire: w.name, bodyBytesPerStep: median(bodyBytes[i]), maxRelativeLossDifference: maxLossDiff[i], minimalCallMs: minimal.remote[i], stepRangeMs: [Math.min(...times.remote[i].map((t) => t.step)), Math.max(...times.remote[i].map((t) => t.step))] }));
     const callsPerStep = 1 + 2 * MINIS + 1 + ROWS;
     const sequentialPerStep = 1 + 2 * MINIS + 1 + 1;
-    const floorMs = sequentialPerStep * (minimal.remote - minimal.local);
     const result = {
       bench: 'tinker',
       date: new Date().toISOString(),
@@ -189,47 +202,41 @@ async function main(): Promise<void> {
       preset: PRESET,
       params: [...model().parameters().values()].reduce((a, t) => a + t.size, 0),
       rows: ROWS, tokens: TOKENS, miniBatches: MINIS, genTokens: GEN, steps: STEPS,
-      requestJsonBytesPerStep: 2 * bytes,
-      maxRelativeLossDifference: maxLossDiff,
-      minimalCallMs: minimal,
+      minimalCallMsInProcess: minimal.local,
       callsPerStep,
       sequentialRoundTripsPerStep: sequentialPerStep,
-      protocolFloorMsPerStep: floorMs,
-      stepRangeMs: { local: range('local'), remote: range('remote') },
+      stepRangeMsInProcess: [Math.min(...times.local.map((t) => t.step)), Math.max(...times.local.map((t) => t.step))],
+      wires: perWire,
       medians: rowsOut,
-      perStep: times,
+      perStep: { local: times.local, ...Object.fromEntries(wires.map((w, i) => [w.name, times.remote[i]])) },
     };
     const outDir = join(ROOT, 'bench', 'results');
     mkdirSync(outDir, { recursive: true });
+    const kib = (b: number) => `${(b / 1024).toFixed(0)} KiB`;
     const md = [
-      '# Tinker protocol overhead per training step (tiny gpt-oss, `longrun serve trainer` on loopback)',
+      '# Tinker protocol overhead per training step: JSON, protobuf, protobuf + zstd (tiny gpt-oss, `longrun serve trainer` on loopback)',
       '',
       `${result.date}, Node ${result.node}, ${result.cpu} (${result.cores} cores), load average ${load0.map((x) => f(x, 2)).join(' / ')} (1 / 5 / 15 min) at the start; ` +
         `the server in its own process at nice 19. Command: \`${result.command}\`.`,
       '',
       `${PRESET} (${(result.params / 1e6).toFixed(2)} M parameters, vocabulary ${VOCAB}); one step = a forward over ${ROWS} rows × ${TOKENS} tokens, ` +
         `${MINIS} × (forward_backward on ${Math.ceil(ROWS / MINIS)} rows with the ppo loss + optim_step), a sampler refresh and ${ROWS} concurrent one-sample ` +
-        `generations of ${GEN} tokens from 32-token prompts. Medians over ${STEPS} steps after one warm-up step each; the sides alternate step by step.`,
+        `generations of ${GEN} tokens from 32-token prompts. Three clients of one server differ only in how forward/forward_backward bodies travel ` +
+        `(JSON as SDK 0.24 sends them; protobuf as SDK ≥ 0.25 does, results as protobuf too; the same zstd-compressed). Medians over ${STEPS} steps after ` +
+        'one warm-up step each; in process and the three clients take turns step by step, and each overhead is the median of its paired differences.',
       '',
-      '| call | in process (ms) | through the Tinker API (ms) | overhead (ms), median of paired steps | its interquartile range (ms) | overhead / in process |',
-      '| --- | ---: | ---: | ---: | ---: | ---: |',
-      ...rowsOut.map((r) => `| ${r.call === 'step' ? '**whole step**' : r.call} | ${f(r.localMs)} | ${f(r.remoteMs)} | ${f(r.overheadMs)} | ${f(r.overheadIqrMs[0])} … ${f(r.overheadIqrMs[1])} | ${r.localMs >= 1 ? `${f((100 * r.overheadMs) / r.localMs, 0)} %` : '–'} |`),
+      `| call | in process (ms) | ${wires.map((w) => `${w.label}: ms, overhead (IQR)`).join(' | ')} |`,
+      `| --- | ---: | ${wires.map(() => '---:').join(' | ')} |`,
+      ...rowsOut.map((r) => `| ${r.call === 'step' ? '**whole step**' : r.call} | ${f(r.localMs)} | ${r.wires.map((w) => `${f(w.remoteMs)}, ${f(w.overheadMs)} (${f(w.overheadIqrMs[0])} … ${f(w.overheadIqrMs[1])})`).join(' | ')} |`),
       '',
-      `Whole-step range over the ${STEPS} steps: ${range('local').map((x) => f(x, 0)).join('–')} ms in process, ${range('remote').map((x) => f(x, 0)).join('–')} ms through the API ` +
-        '(on a loaded machine the spread can exceed the overhead; the medians are the measure).',
+      '| wire | forward/forward_backward bodies per step | minimal call (ms) | whole-step range (ms) | largest relative loss:sum difference from in process |',
+      '| --- | ---: | ---: | ---: | ---: |',
+      ...perWire.map((w, i) => `| ${wires[i].label} | ${kib(w.bodyBytesPerStep)} | ${f(w.minimalCallMs, 2)} | ${w.stepRangeMs.map((x) => f(x, 0)).join('–')} | ${w.maxRelativeLossDifference.toExponential(1)} |`),
       '',
-      `Protocol floor: ${callsPerStep} requests per step, ${sequentialPerStep} round trips one after another (the ${ROWS} samples are in flight together) × ` +
-        `${f(minimal.remote - minimal.local, 2)} ms (a minimal call through the API minus in process) = ${f(floorMs)} ms per step; the rest of the overhead is ` +
-        'the JSON of the batch and the samples\' re-sent prompts.',
-      '',
-      `A minimal call (forward of one 1-token datum): ${f(minimal.local, 2)} ms in process, ${f(minimal.remote, 2)} ms through the API ` +
-        '(submit + one long-polled retrieve_future, JSON both ways). Request JSON per step: about ' +
-        `${(result.requestJsonBytesPerStep / 1024).toFixed(0)} KiB (the batch once for the forward, once across the forward_backwards). ` +
-        `Largest relative difference of a forward_backward's loss:sum between the two sides: ${maxLossDiff.toExponential(1)}.`,
-      '',
-      'Both sides run the same engine code; the overhead is JSON encoding/parsing on both ends, HTTP on loopback, the',
-      'future round trips, and the server process competing with the client for the same two cores. Sampling through the',
-      'API also re-sends each prompt and keeps no KV cache between a trajectory\'s turns.',
+      `In process: a minimal call (forward of one 1-token datum) takes ${f(minimal.local, 2)} ms; whole steps ${result.stepRangeMsInProcess.map((x) => f(x, 0)).join('–')} ms. ` +
+        `${callsPerStep} requests per step, ${sequentialPerStep} round trips one after another (the ${ROWS} samples are in flight together). ` +
+        'Body bytes are what the client sent for forward and forward_backward (after compression). Protobuf carries loss inputs as float32 ' +
+        '(the SDK\'s dtype), JSON as decimal doubles, hence the small loss differences of the protobuf rows.',
       '',
     ].join('\n');
     writeFileSync(join(outDir, 'tinker.json'), JSON.stringify(result, null, 2) + '\n');

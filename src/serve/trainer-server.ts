@@ -1,8 +1,15 @@
 /**
- * `longrun serve trainer`: our in-process engine (`GptOssBackend`, src/rl/backend.ts) behind the Tinker HTTP API,
- * JSON protocol, as the official Python SDK `tinker` 0.24.1 speaks it (the last release with a JSON
- * forward_backward: from 0.25 the SDK sends protobuf only; 0.24.x sends protobuf only when the server's
- * `/api/v1/client/config` turns `proto_write_fwdbwd` on, which this server never does).
+ * `longrun serve trainer`: our in-process engine (`GptOssBackend`, src/rl/backend.ts) behind the Tinker HTTP API, as
+ * the official Python SDK `tinker` speaks it: the protobuf protocol of SDK ≥ 0.25 (tested with 0.38.0) and the JSON
+ * protocol of 0.24.x (tested with 0.24.1).
+ *
+ * Wire formats: `forward_backward` (and `forward`) take a JSON body or a `tinker_public.ForwardBackwardRequest`
+ * (`Content-Type: application/x-protobuf`; `forward_only` runs a forward), either one optionally zstd-compressed
+ * (`Content-Encoding: zstd`, inflated with a bound: over `maxBodyBytes` decompressed is a 413). A retrieve that
+ * accepts `application/x-protobuf` gets forward/backward and sample results as `ForwardBackwardOutput` /
+ * `SampleResponse` bytes (SDK ≥ 0.25 reads those types only so); everything else is JSON. `/api/v1/client/config`
+ * announces what the server honours (`proto_compress_fwdbwd`, `fwd_via_fwdbwd`, `parallel_fwdbwd_chunks`, the chunk
+ * limits), and `proto_write_fwdbwd` only to SDKs ≥ 0.25 unless `protobuf.oldSdks` offers it to 0.24.x too.
  *
  * Every training call returns a future `{request_id, model_id}`; `/api/v1/retrieve_future` answers its result, an
  * `{error, category}` failure, or `{type: "try_again"}` while it runs (after waiting up to `longPollMs` for it to end,
@@ -25,7 +32,8 @@ import type { GptOssModel } from '../model/model.ts';
 import { DEFAULT_ADAM, GptOssBackend, LOSS_FNS, sampleModel, type AdamParams, type Datum, type LossConfig, type LossFn, type LossInputs } from '../rl/backend.ts';
 import { GptOssPolicy } from '../rl/model-policy.ts';
 import { badRequest, HttpError, notFound } from './http-errors.ts';
-import { jsonDepthExceeds, readJsonBody, sendError, sendJson, tokenMatches } from './http-util.ts';
+import { jsonDepthExceeds, sendError, sendJson, tokenMatches } from './http-util.ts';
+import { decodeForwardBackwardRequest, encodeForwardBackwardOutput, encodeSampleResponse, inflateZstd, PROTO_CONTENT_TYPE, WireError } from '../rl/tinker/proto/wire.ts';
 
 /** Tinker's LoRA config, as create_model takes it. */
 export interface TinkerLoraConfig {
@@ -72,6 +80,16 @@ export interface TrainerServerOptions {
    * hosted service does; the SDK waits up to 45 s for an answer). Default 10 000 ms; 0 answers at once.
    */
   longPollMs?: number;
+  /**
+   * The protobuf protocol. `compress` (default true): announce `proto_compress_fwdbwd`, so SDKs ≥ 0.25 zstd-compress
+   * forward_backward bodies (compressed bodies are taken either way). `oldSdks` (default false): also announce
+   * `proto_write_fwdbwd` to SDKs 0.24.x, which then send protobuf instead of JSON.
+   */
+  protobuf?: { compress?: boolean; oldSdks?: boolean };
+  /** Chunk limits announced to clients (`fwdbwd_max_chunk_len`, `fwdbwd_max_chunk_bytes_count`); default the SDK's 1024 and 5 MB. */
+  chunk?: { maxDatums?: number; maxBytes?: number };
+  /** Longest datum, in input tokens (default 131 072): a longer one is refused with 413 before anything runs. */
+  maxDatumTokens?: number;
 }
 
 interface ModelEntry {
@@ -90,6 +108,21 @@ interface FutureEntry {
   result?: unknown;
   error?: { error: string; category: 'user' | 'server' };
   retrieved: number;
+  /** Results that go out as protobuf to a retrieve that accepts it. */
+  kind?: 'fwdbwd' | 'sample';
+}
+
+/** A reply sent as protobuf bytes rather than JSON. */
+class ProtoReply {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/** `a.b.c` SDK version ≥ 0.25 (the protobuf protocol); a missing or unreadable version counts as current. */
+export function sdkSpeaksProtobuf(version: unknown): boolean {
+  if (typeof version !== 'string') return true;
+  const m = /^(\d+)\.(\d+)/.exec(version);
+  if (!m) return true;
+  return Number(m[1]) > 0 || Number(m[2]) >= 25;
 }
 
 const MAX_SEQ_AHEAD = 10_000;
@@ -161,6 +194,8 @@ function tensor(data: ArrayLike<number>, dtype: 'float32' | 'int64') {
 export interface TrainerServer {
   url: string;
   server: Server;
+  /** Counts of what arrived and left: protobuf and JSON forward/forward_backward bodies, zstd bodies, protobuf results. */
+  stats: { protobufBodies: number; jsonFwdBodies: number; zstdBodies: number; protobufReplies: number };
   close(): Promise<void>;
 }
 
@@ -168,6 +203,14 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
   const maxBody = o.maxBodyBytes ?? 64 * 1024 * 1024;
   const maxModels = o.maxModels ?? 8;
   const longPollMs = o.longPollMs ?? 10_000;
+  const maxDatumTokens = o.maxDatumTokens ?? 131_072;
+  const compress = o.protobuf?.compress ?? true;
+  const chunkDatums = o.chunk?.maxDatums ?? 1024;
+  const chunkBytes = Math.min(o.chunk?.maxBytes ?? 5_000_000, maxBody);
+  if (!(Number.isInteger(chunkDatums) && chunkDatums >= 1 && chunkBytes >= 1)) throw new Error(`trainer server: chunk limits must be positive (got ${chunkDatums} datums, ${chunkBytes} bytes)`);
+  /** Per training model id, its LoRA config: checkpoints stay loadable after their model is unloaded. */
+  const checkpointOwners = new Map<string, TinkerLoraConfig | null>();
+  const stats = { protobufBodies: 0, jsonFwdBodies: 0, zstdBodies: 0, protobufReplies: 0 };
   const sessions = new Map<string, { lastHeartbeat: number; models: number }>();
   const models = new Map<string, ModelEntry>();
   const futures = new Map<string, FutureEntry>();
@@ -182,9 +225,9 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
   /** Per training model, the sampler snapshots made for sampling sessions (the newest few are kept). */
   const sessionSnapshots = new Map<string, string[]>();
 
-  const newFuture = (run: () => Promise<unknown>): string => {
+  const newFuture = (run: () => Promise<unknown>, kind?: FutureEntry['kind']): string => {
     const id = randomUUID();
-    const f: FutureEntry = { done: false, retrieved: 0, waiters: [] };
+    const f: FutureEntry = { done: false, retrieved: 0, waiters: [], kind };
     futures.set(id, f);
     const settle = () => {
       f.done = true;
@@ -202,7 +245,7 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
   };
 
   /** Runs `fn` on the model's queue in seq_id order. */
-  const ordered = (m: ModelEntry, seq: number | undefined, fn: () => Promise<unknown>): string => {
+  const ordered = (m: ModelEntry, seq: number | undefined, fn: () => Promise<unknown>, kind?: FutureEntry['kind']): string => {
     if (seq !== undefined) {
       if (seq < m.nextSeq || m.waiting.has(seq)) throw new HttpError(409, 'seq_id_reused', `seq_id ${seq} of model ${m.id} was already submitted (next expected: ${m.nextSeq})`);
       if (seq > m.nextSeq + MAX_SEQ_AHEAD) throw badRequest('seq_id_gap', `seq_id ${seq} is more than ${MAX_SEQ_AHEAD} ahead of the next expected ${m.nextSeq}`);
@@ -221,7 +264,7 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
         m.nextSeq++;
         go();
       }
-    }));
+    }), kind);
   };
 
   const model = (body: Record<string, unknown>): ModelEntry => {
@@ -242,7 +285,11 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       if (!isObj(input.loss_fn_config)) throw badRequest('invalid_request', 'loss_fn_config must be an object of numbers');
       config = input.loss_fn_config as LossConfig;
     }
-    return { data: input.data.map(parseDatum), lossFn: lossFn as LossFn, config };
+    const data = input.data.map(parseDatum);
+    data.forEach((d, k) => {
+      if (d.tokens.length > maxDatumTokens) throw new HttpError(413, 'datum_too_large', `data[${k}] has ${d.tokens.length} input tokens, over this server's limit of ${maxDatumTokens} per datum`);
+    });
+    return { data, lossFn: lossFn as LossFn, config };
   };
 
   const fwdBwdOutput = (r: { logprobs: Float32Array[]; metrics: Record<string, number> }) => ({
@@ -265,7 +312,16 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
     };
   };
 
-  const checkpointPath = (m: ModelEntry, name: string) => join(o.checkpointDir, m.id.replace(/[^A-Za-z0-9_.-]/g, '_'), name);
+  const checkpointPath = (modelId: string, name: string) => join(o.checkpointDir, modelId.replace(/[^A-Za-z0-9_.-]/g, '_'), name);
+  const addModel = (sid: string, seq: number, lora: TinkerLoraConfig | null): ModelEntry => {
+    const id = `${sid}:train:${seq}`;
+    if (models.has(id)) throw new HttpError(409, 'model_exists', `model ${id} exists already (model_seq_id ${seq} was used in this session)`);
+    if (models.size >= maxModels) throw new HttpError(429, 'too_many_models', `this server holds at most ${maxModels} models; unload one first`);
+    const m: ModelEntry = { id, backend: new GptOssBackend(new GptOssPolicy(createTrainingModel(o.makeBase, lora), { optimizer: { ...toAdamW(DEFAULT_ADAM) }, reference: null })), lora, nextSeq: 1, waiting: new Map(), chain: Promise.resolve() };
+    models.set(id, m);
+    checkpointOwners.set(id, lora);
+    return m;
+  };
   const nameOf = (body: Record<string, unknown>, fallback: string) => {
     const p = field(body, 'path', isStr, 'a checkpoint name', true) ?? fallback;
     if (!/^[A-Za-z0-9_.-]{1,200}$/.test(p) || p.startsWith('.')) throw badRequest('invalid_path', `checkpoint name ${JSON.stringify(p.slice(0, 100))} must be 1-200 of [A-Za-z0-9_.-], not starting with a dot`);
@@ -305,16 +361,43 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       stop = numbers('sampling_params.stop', sp.stop, true);
     }
     const topK = field(sp, 'top_k', (v): v is number => typeof v === 'number' && Number.isInteger(v), 'an integer', true);
+    for (const k of ['topk_prompt_logprobs', 'topk_sample_logprobs', 'prompt_alt_tokens_k'] as const) {
+      if (body[k] != null && body[k] !== 0) throw badRequest('unsupported', `${k} is not supported by this server (top-k log-probs and alternative draws are not computed)`);
+    }
+    if (body.target_prompt_logprobs != null) throw badRequest('unsupported', 'target_prompt_logprobs is not supported by this server');
+    const wantPrompt = field(body, 'prompt_logprobs', isBool, 'a boolean', true) ?? false;
+    const lastN = field(body, 'prompt_logprobs_last_n', isInt, 'a positive integer', true);
+    if (lastN !== undefined && !(wantPrompt && lastN >= 1 && lastN <= prompt.length - 1)) throw badRequest('invalid_request', `prompt_logprobs_last_n needs prompt_logprobs and must be in [1, ${prompt.length - 1}]`);
     const seqs = await sampleModel(modelRef, prompt, n, {
       maxTokens, temperature: field(sp, 'temperature', isNum, 'a number', true) ?? 1, topK: topK !== undefined && topK > 0 ? topK : undefined,
       topP: field(sp, 'top_p', isNum, 'a number', true), seed: field(sp, 'seed', isInt, 'a non-negative integer', true), stopTokens: stop,
     });
-    return { type: 'sample', sequences: seqs.map((s) => ({ tokens: s.tokens, logprobs: s.logprobs, stop_reason: s.stopReason })), prompt_logprobs: null };
+    let promptLogprobs: (number | null)[] | null = null;
+    if (wantPrompt) {
+      // log p(prompt[i] | prompt[<i]) at temperature 1; none for the first token (and before the last N when asked).
+      promptLogprobs = [null];
+      if (prompt.length > 1) {
+        const L = prompt.length - 1;
+        const r = modelRef.forward({ tokens: Int32Array.from(prompt.slice(0, L)), docIds: new Int32Array(L), targets: Int32Array.from(prompt.slice(1)) }, { grad: false });
+        for (let i = 0; i < L; i++) promptLogprobs.push(lastN !== undefined && i < L - lastN ? null : r.logprobs[i]);
+      }
+    }
+    return { type: 'sample', sequences: seqs.map((s) => ({ tokens: s.tokens, logprobs: s.logprobs, stop_reason: s.stopReason })), prompt_logprobs: promptLogprobs };
   };
 
-  type Handler = (body: Record<string, unknown>) => Promise<unknown> | unknown;
+  type Handler = (body: Record<string, unknown>, req: IncomingMessage) => Promise<unknown> | unknown;
   const routes: Record<string, Handler> = {
-    '/api/v1/client/config': () => ({ pjwt_auth_enabled: false, proto_write_fwdbwd: false, proto_compress_fwdbwd: false, fwd_via_fwdbwd: false, parallel_fwdbwd_chunks: false, use_pyqwest_transport: false, create_model_via_load_weights: false }),
+    // What this server honours. SDK ≥ 0.25 always sends protobuf forward_backward bodies (and forward as
+    // forward_backward with forward_only); 0.24.x sends them only when proto_write_fwdbwd is on. Not offered: JWT
+    // exchange, the batched retrieve_futures poller, server-side custom losses, join_sampling_session.
+    '/api/v1/client/config': (b) => {
+      const proto = sdkSpeaksProtobuf(b.sdk_version) || o.protobuf?.oldSdks === true;
+      return {
+        pjwt_auth_enabled: false, proto_write_fwdbwd: proto, proto_compress_fwdbwd: proto && compress, fwd_via_fwdbwd: proto,
+        parallel_fwdbwd_chunks: true, fwdbwd_max_chunk_len: chunkDatums, fwdbwd_max_chunk_bytes_count: chunkBytes,
+        create_model_via_load_weights: true, use_pyqwest_transport: false, sample_use_retrieve_futures: false, custom_loss_server_side: false, sample_join_sampling_session: false,
+      };
+    },
     '/api/v1/healthz': () => ({ status: 'ok' }),
     '/api/v1/get_server_capabilities': () => ({ supported_models: [{ model_name: o.baseModel }] }),
     '/api/v1/telemetry': () => ({ status: 'accepted' }),
@@ -343,12 +426,8 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
         if (rank < 1 || rank > 1024) throw badRequest('invalid_lora_config', 'lora_config.rank must be in [1, 1024]');
         lora = { rank, seed: field(b.lora_config, 'seed', isInt, 'a non-negative integer', true), train_attn: field(b.lora_config, 'train_attn', isBool, 'a boolean', true), train_mlp: field(b.lora_config, 'train_mlp', isBool, 'a boolean', true), train_unembed: field(b.lora_config, 'train_unembed', isBool, 'a boolean', true) };
       }
-      const id = `${sid}:train:${seq}`;
-      if (models.has(id)) throw new HttpError(409, 'model_exists', `model ${id} exists already (model_seq_id ${seq} was used in this session)`);
-      if (models.size >= maxModels) throw new HttpError(429, 'too_many_models', `this server holds at most ${maxModels} models; unload one first`);
-      const m: ModelEntry = { id, backend: new GptOssBackend(new GptOssPolicy(createTrainingModel(o.makeBase, lora), { optimizer: { ...toAdamW(DEFAULT_ADAM) }, reference: null })), lora, nextSeq: 1, waiting: new Map(), chain: Promise.resolve() };
-      models.set(id, m);
-      return { request_id: newFuture(async () => ({ type: 'create_model', model_id: id })), model_id: id };
+      const m = addModel(sid, seq, lora);
+      return { request_id: newFuture(async () => ({ type: 'create_model', model_id: m.id })), model_id: m.id };
     },
     '/api/v1/get_info': (b) => {
       const m = model(b);
@@ -364,12 +443,13 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
     '/api/v1/forward_backward': (b) => {
       const m = model(b);
       const { data, lossFn, config } = parseFwdBwd(b.forward_backward_input);
-      return { request_id: ordered(m, seqOf(b), async () => fwdBwdOutput(await m.backend.forwardBackward(data, lossFn, config))), model_id: m.id };
+      const forwardOnly = field(b, 'forward_only', isBool, 'a boolean', true) ?? false;
+      return { request_id: ordered(m, seqOf(b), async () => fwdBwdOutput(await (forwardOnly ? m.backend.forward(data, lossFn, config) : m.backend.forwardBackward(data, lossFn, config))), 'fwdbwd'), model_id: m.id };
     },
     '/api/v1/forward': (b) => {
       const m = model(b);
       const { data, lossFn, config } = parseFwdBwd(b.forward_input);
-      return { request_id: ordered(m, seqOf(b), async () => fwdBwdOutput(await m.backend.forward(data, lossFn, config))), model_id: m.id };
+      return { request_id: ordered(m, seqOf(b), async () => fwdBwdOutput(await m.backend.forward(data, lossFn, config)), 'fwdbwd'), model_id: m.id };
     },
     '/api/v1/optim_step': (b) => {
       const m = model(b);
@@ -380,19 +460,32 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       const m = model(b);
       const name = nameOf(b, `step-${Date.now()}`);
       return { request_id: ordered(m, seqOf(b), async () => {
-        await m.backend.saveState(checkpointPath(m, name));
+        await m.backend.saveState(checkpointPath(m.id, name));
         return { type: 'save_weights', path: `tinker://${m.id}/weights/${name}` };
       }), model_id: m.id };
     },
     '/api/v1/load_weights': (b) => {
-      const m = model(b);
       const path = field(b, 'path', isStr, 'a tinker:// path from save_weights')!;
       const optimizer = field(b, 'optimizer', isBool, 'a boolean')!;
       const match = /^tinker:\/\/(.+)\/weights\/([A-Za-z0-9_.-]{1,200})$/.exec(path);
-      const owner = match ? models.get(match[1]) : undefined;
-      if (!match || !owner || match[2].startsWith('.')) throw notFound('unknown_checkpoint', `no checkpoint ${JSON.stringify(path.slice(0, 200))} on this server`);
+      const owner = match ? checkpointOwners.get(match[1]) : undefined;
+      if (!match || owner === undefined || match[2].startsWith('.')) throw notFound('unknown_checkpoint', `no checkpoint ${JSON.stringify(path.slice(0, 200))} on this server`);
+      const dir = checkpointPath(match[1], match[2]);
+      // SDK ≥ 0.25's create_training_client_from_state: no model_id, a new model (the checkpoint's LoRA config) from the checkpoint.
+      if (b.model_id == null) {
+        const sid = field(b, 'session_id', isStr, 'a session id (or give model_id)')!;
+        if (!sessions.has(sid)) throw notFound('unknown_session', `no session ${JSON.stringify(sid.slice(0, 100))}`);
+        const base = field(b, 'base_model', isStr, 'a model name', true);
+        if (base !== undefined && base !== o.baseModel) throw notFound('unknown_base_model', `this server trains ${JSON.stringify(o.baseModel)}, not ${JSON.stringify(base.slice(0, 100))}`);
+        const m = addModel(sid, field(b, 'model_seq_id', isInt, 'a non-negative integer')!, owner);
+        return { request_id: ordered(m, undefined, async () => {
+          await m.backend.loadState(dir, { optimizer });
+          return { type: 'load_weights', path };
+        }), model_id: m.id };
+      }
+      const m = model(b);
       return { request_id: ordered(m, seqOf(b), async () => {
-        await m.backend.loadState(checkpointPath(owner, match[2]), { optimizer });
+        await m.backend.loadState(dir, { optimizer });
         return { type: 'load_weights', path };
       }), model_id: m.id };
     },
@@ -442,9 +535,12 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       const ref = path === undefined || path.startsWith('base:') ? null : path;
       if (ref === null && path === undefined && field(b, 'base_model', isStr, 'a model name', true) !== o.baseModel) throw badRequest('invalid_request', `give sampling_session_id, model_path or base_model ${JSON.stringify(o.baseModel)}`);
       const sampler = ref ? samplerFor(ref) : (baseSampler ??= o.makeBase());
-      return { request_id: newFuture(() => sampleWith(sampler, b)) };
+      const n = field(b, 'num_samples', isInt, 'a positive integer', true) ?? 1;
+      if (n < 1 || n > 256) throw badRequest('invalid_request', 'num_samples must be in [1, 256]');
+      // SDK ≥ 0.25 stamps these ids (fixed at submission, one per sample) onto the sequences it returns.
+      return { request_id: newFuture(() => sampleWith(sampler, b), 'sample'), sample_sequence_ids: Array.from({ length: n }, () => randomUUID()) };
     },
-    '/api/v1/retrieve_future': async (b) => {
+    '/api/v1/retrieve_future': async (b, req) => {
       const id = field(b, 'request_id', isStr, 'a request id')!;
       const f = futures.get(id);
       if (!f) throw notFound('unknown_request', `no request ${JSON.stringify(id.slice(0, 100))} on this server`);
@@ -464,35 +560,84 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
         });
       }
       if (!f.done) return { type: 'try_again', request_id: id, queue_state: 'active' };
-      return f.error ?? f.result;
+      if (f.error) return f.error;
+      if (f.kind && /application\/x-protobuf/i.test(req.headers.accept ?? '')) {
+        return new ProtoReply(f.kind === 'fwdbwd' ? encodeForwardBackwardOutput(f.result as ReturnType<typeof fwdBwdOutput>) : encodeSampleResponse(f.result as Awaited<ReturnType<typeof sampleWith>>));
+      }
+      return f.result;
     },
+  };
+
+  const samplerInfo = (sid: string) => {
+    const path = samplingSessions.get(sid);
+    if (!path) throw notFound('unknown_sampling_session', `no sampling session ${JSON.stringify(sid.slice(0, 100))}`);
+    return { sampler_id: sid, base_model: o.baseModel, model_path: path.startsWith('base:') ? null : path };
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
-      const route = routes[url.pathname];
-      if (!route) throw notFound('not_found', `no endpoint ${req.method} ${url.pathname.slice(0, 200)} (this server speaks the Tinker JSON API of SDK 0.24.x under /api/v1)`);
+      // GET /api/v1/samplers/{sampling_session_id}: what SDK ≥ 0.25 asks about a sampler it did not create itself.
+      const sampler = /^\/api\/v1\/samplers\/([^/]{1,200})$/.exec(url.pathname);
+      const route = sampler ? () => samplerInfo(decodeURIComponent(sampler[1])) : routes[url.pathname];
+      if (!route) throw notFound('not_found', `no endpoint ${req.method} ${url.pathname.slice(0, 200)} (this server speaks the Tinker API under /api/v1)`);
       if (url.pathname !== '/api/v1/healthz' && o.apiKey !== undefined) {
         const key = req.headers['x-api-key'];
         if (typeof key !== 'string' || !tokenMatches(key, o.apiKey)) throw new HttpError(401, 'unauthorized', 'missing or wrong X-API-Key header');
       }
-      const getOk = GET_ROUTES.has(url.pathname);
+      const getOk = GET_ROUTES.has(url.pathname) || sampler !== null;
       if (req.method !== 'POST' && !(req.method === 'GET' && getOk)) throw new HttpError(405, 'method_not_allowed', `${url.pathname} takes ${getOk ? 'GET or POST' : 'POST'}`);
-      const ctype = req.headers['content-type'] ?? '';
-      if (req.method === 'POST' && /protobuf/i.test(ctype)) throw new HttpError(415, 'unsupported_media_type', 'this server speaks the JSON protocol (tinker SDK ≤ 0.24.x); protobuf bodies are not supported');
-      const body = req.method === 'POST' ? await readJsonBody(req, maxBody) : {};
-      if (body !== undefined && jsonDepthExceeds(body, 16)) throw badRequest('too_deep', 'the JSON body nests deeper than 16 levels');
-      const b = body === undefined ? {} : body;
-      if (!isObj(b)) throw badRequest('invalid_request', 'the body must be a JSON object');
-      sendJson(res, 200, await route(b));
+      const b = req.method === 'POST' ? await readBody(req, url.pathname) : {};
+      const reply = await route(b, req);
+      if (reply instanceof ProtoReply) {
+        if (res.writableEnded || res.destroyed) return;
+        stats.protobufReplies++;
+        res.writeHead(200, { 'content-type': PROTO_CONTENT_TYPE, 'content-length': reply.bytes.byteLength });
+        res.end(reply.bytes);
+        return;
+      }
+      sendJson(res, 200, reply);
     } catch (err) {
+      if (err instanceof WireError) return sendError(res, new HttpError(err.status, err.code, err.message));
       if (err instanceof HttpError) {
         if (err.status === 499) return;
         return sendError(res, err);
       }
       sendError(res, new HttpError(500, 'internal_error', err instanceof Error ? err.message : String(err)));
     }
+  };
+
+  /**
+   * A POST body as the route's object: JSON, or (forward_backward and forward only) a protobuf
+   * `ForwardBackwardRequest`; `Content-Encoding: zstd` is inflated first, within `maxBody` decompressed bytes.
+   */
+  const readBody = async (req: IncomingMessage, path: string): Promise<Record<string, unknown>> => {
+    let raw = await readRawBody(req, maxBody);
+    const encoding = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+    if (encoding === 'zstd') {
+      raw = inflateZstd(raw, maxBody);
+      stats.zstdBodies++;
+    }
+    else if (encoding !== 'identity' && encoding !== '') throw new HttpError(415, 'unsupported_encoding', `Content-Encoding ${JSON.stringify(encoding.slice(0, 50))} is not supported (zstd or none)`);
+    const ctype = String(req.headers['content-type'] ?? '').toLowerCase();
+    if (ctype.includes('protobuf')) {
+      if (path !== '/api/v1/forward_backward' && path !== '/api/v1/forward') throw new HttpError(415, 'unsupported_media_type', `${path} takes JSON; protobuf bodies are taken by forward_backward and forward`);
+      const r = decodeForwardBackwardRequest(raw);
+      stats.protobufBodies++;
+      return path === '/api/v1/forward' ? { model_id: r.model_id, seq_id: r.seq_id, forward_input: r.forward_backward_input } : { ...r };
+    }
+    const text = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
+    if (text.trim() === '') return {};
+    if (path === '/api/v1/forward_backward' || path === '/api/v1/forward') stats.jsonFwdBodies++;
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch (e) {
+      throw new HttpError(400, 'malformed_json', `The request body is not valid JSON: ${(e as Error).message}`);
+    }
+    if (jsonDepthExceeds(body, 16)) throw badRequest('too_deep', 'the JSON body nests deeper than 16 levels');
+    if (!isObj(body)) throw badRequest('invalid_request', 'the body must be a JSON object');
+    return body;
   };
 
   const server = createServer((req, res) => void handle(req, res));
@@ -505,6 +650,7 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
   return {
     url: `http://${host}:${addr.port}`,
     server,
+    stats,
     close: () => new Promise<void>((resolve) => {
       // Long-polling retrieves end now (their connections are closed below), so no timer outlives the server.
       for (const f of futures.values()) for (const w of f.waiters.splice(0)) w();
@@ -512,6 +658,41 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       server.close(() => resolve());
     }),
   };
+}
+
+/** A request body of at most `maxBytes` (413 beyond, declared or streamed; 499 when the client leaves mid-body). */
+function readRawBody(req: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(req.headers['content-length']);
+  const tooLarge = (size: number) => new HttpError(413, 'body_too_large', `The request body (${size} bytes or more) exceeds the server's limit of ${maxBytes} bytes (--max-body)`);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge(declared));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      reject(err);
+    };
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      size += chunk.length;
+      if (size > maxBytes) {
+        chunks.length = 0;
+        fail(tooLarge(size));
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('aborted', () => fail(new HttpError(499, 'client_aborted', 'The client closed the connection before sending the whole body')));
+    req.on('error', (err) => fail(new HttpError(499, 'client_aborted', `Request stream error: ${err.message}`)));
+    req.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(Buffer.concat(chunks));
+    });
+  });
 }
 
 /** Tinker's Adam defaults as our AdamW's options (each optim_step sets them again from its request). */

@@ -34,8 +34,9 @@ function datums(count: number, seed: number): Datum[] {
       lossInputs: {
         target_tokens: tokens.slice(1),
         weights: Array.from({ length: n }, (_, i) => (i < 2 ? 0 : 1)),
-        logprobs: Array.from({ length: n }, () => -1.5 - next()),
-        advantages: Array.from({ length: n }, (_, i) => (i < 2 ? 0 : [1, -0.6, 0.3][k % 3])),
+        // float32 values, so that the protobuf protocol (float32 loss inputs, the SDK's dtype) carries them exactly.
+        logprobs: Array.from({ length: n }, () => Math.fround(-1.5 - next())),
+        advantages: Array.from({ length: n }, (_, i) => (i < 2 ? 0 : Math.fround([1, -0.6, 0.3][k % 3]))),
       },
     };
   });
@@ -105,7 +106,9 @@ async function startProxy(target: string, o: { onSubmit?: (path: string, n: numb
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const raw = Buffer.concat(chunks);
+    const text = raw.toString('utf8');
+    const proto = (req.headers['content-type'] ?? '').includes('protobuf');
     const path = (req.url ?? '').replace('/api/v1/', '');
     seen.push(path);
     let key = req.headers['x-api-key'] as string | undefined;
@@ -117,7 +120,7 @@ async function startProxy(target: string, o: { onSubmit?: (path: string, n: numb
       if (path !== 'client/config' && key !== jwt) return send(res, 401, { error: { code: 'unauthorized', message: `expected the JWT, got ${key}` } });
       key = o.jwt.realKey;
     }
-    const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    const body = text && !proto ? (JSON.parse(text) as Record<string, unknown>) : {};
     let fault: Fault;
     if (path === 'retrieve_future') {
       const id = String(body.request_id);
@@ -131,14 +134,17 @@ async function startProxy(target: string, o: { onSubmit?: (path: string, n: numb
     }
     if (fault === 'try_again') return send(res, 200, { type: 'try_again', queue_state: 'active' });
     if (fault !== null) return send(res, fault, { error: { code: 'injected', message: `injected ${fault}` } });
-    const r = await fetch(`${target}${req.url}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) }, body: text });
-    let out = await r.text();
-    if (path === 'client/config' && o.jwt) out = JSON.stringify({ ...JSON.parse(out), pjwt_auth_enabled: true });
+    // Bytes pass through as they are (protobuf and zstd bodies, protobuf results), with the headers that describe them.
+    const pass = (name: string) => (typeof req.headers[name] === 'string' ? { [name]: req.headers[name] as string } : {});
+    const r = await fetch(`${target}${req.url}`, { method: 'POST', headers: { 'content-type': 'application/json', ...pass('content-type'), ...pass('content-encoding'), ...pass('accept'), ...(key ? { 'x-api-key': key } : {}) }, body: raw });
+    const ctype = r.headers.get('content-type') ?? 'application/json';
+    let out: Buffer | string = Buffer.from(await r.arrayBuffer());
+    if (path === 'client/config' && o.jwt) out = JSON.stringify({ ...JSON.parse(out.toString('utf8')), pjwt_auth_enabled: true });
     if (r.ok && path !== 'retrieve_future') {
-      const j = JSON.parse(out) as { request_id?: string };
+      const j = JSON.parse(out.toString('utf8')) as { request_id?: string };
       if (typeof j.request_id === 'string') origin.set(j.request_id, path);
     }
-    res.writeHead(r.status, { 'content-type': 'application/json' });
+    res.writeHead(r.status, { 'content-type': ctype });
     res.end(out);
   };
   const server = createServer((req, res) => void handle(req, res).catch((e: Error) => send(res, 500, { error: { code: 'proxy', message: e.message } })));
@@ -198,7 +204,8 @@ describe('Tinker client (JSON protocol of tinker SDK 0.24) against longrun serve
         close((await remote.optimStep(ADAM)).metrics.grad_norm, (await local.optimStep(ADAM)).metrics.grad_norm, 1e-5, 'grad norm of the chunked accumulation');
         // A submission the server refuses gives its seq_id back, so the next call does not wait for it forever.
         const bad = [{ model_input: { chunks: [{ type: 'encoded_text', tokens: [1, 2] }] }, loss_fn_inputs: { target_tokens: { data: [1, 'x'], dtype: 'int64', shape: [2] } } }] as unknown as WireDatum[];
-        await assert.rejects(remote.training.forwardBackward(bad, 'cross_entropy'), (e: unknown) => e instanceof TinkerError && e.status === 400 && /target_tokens\.data\[1\]/.test(e.message));
+        // (Refused by the client before a request: protobuf cannot carry 'x'; a JSON client gets the server's 400.)
+        await assert.rejects(remote.training.forwardBackward(bad, 'cross_entropy'), (e: unknown) => e instanceof TinkerError && e.code === 'invalid_datum' && /target_tokens\.data\[1\]/.test(e.message));
         assert.equal(remote.training.nextSeqId, 5);
         close((await remote.forward(data, 'cross_entropy')).metrics['loss:sum'], (await local.forward(data, 'cross_entropy')).metrics['loss:sum'], 1e-6, 'loss after the refused call');
         // Bad input is refused before any request.

@@ -1,9 +1,11 @@
 /**
- * `TinkerBackend`: the training-backend seam (../backend.ts) over a Tinker-compatible service (client.ts: the JSON
- * protocol of the tinker SDK ≤ 0.24.x), so that what runs on `GptOssBackend` in process runs remotely unchanged —
+ * `TinkerBackend`: the training-backend seam (../backend.ts) over a Tinker-compatible service (client.ts: the protobuf
+ * protocol of the tinker SDK ≥ 0.25, JSON of ≤ 0.24.x as a fallback), so that what runs on `GptOssBackend` in process
+ * runs remotely unchanged —
  * `longrun serve trainer`, the hosted Tinker service, or any other server of the same API.
  *
- * - `forwardBackward`/`forward`: datums in Tinker's JSON form (`encoded_text` chunks, `TensorData` loss inputs),
+ * - `forwardBackward`/`forward`: datums in Tinker's JSON form (`encoded_text` chunks, `TensorData` loss inputs; the
+ *   client encodes them as protobuf where the server takes it),
  *   checked here first (shapes, finite values, the loss's required inputs, `loss_fn_config`) so a bad datum fails
  *   before it costs a request; the client chunks large batches. The per-datum `logprobs` outputs come back as
  *   Float32Arrays, `loss:sum` and the server's other metrics as they are (a server that reports no `loss:sum` gets

@@ -1,11 +1,16 @@
 /**
- * A client of the Tinker training API (Thinking Machines, https://tinker-docs.thinkingmachines.ai/), HTTP + JSON.
+ * A client of the Tinker training API (Thinking Machines, https://tinker-docs.thinkingmachines.ai/), over HTTP.
  *
- * PROTOCOL VERSION: the JSON protocol of the official Python SDK `tinker` up to 0.24.x (tested against 0.24.1's
- * behaviour, https://pypi.org/project/tinker/0.24.1/). From 0.25 the SDK sends forward/backward bodies as protobuf
- * only; this client never does. It announces itself at `/api/v1/client/config` with `sdk_version` 0.24.1, so a
- * server answers with the feature flags of that version, and sends JSON whatever the flags say (a server that asks
- * for protobuf bodies, `proto_write_fwdbwd`, is told so in the log).
+ * PROTOCOL VERSION: by default the protobuf protocol of the official Python SDK `tinker` ≥ 0.25 (its behaviour
+ * followed from 0.38.0, https://pypi.org/project/tinker/0.38.0/): it announces itself at `/api/v1/client/config`
+ * as `sdk_version` 0.38.0 and sends forward/forward_backward as `tinker_public.ForwardBackwardRequest` bytes
+ * (`Content-Type: application/x-protobuf`; a forward is a forward_backward with `forward_only`), zstd-compressed
+ * (`Content-Encoding: zstd`) when the server sets `proto_compress_fwdbwd`, in chunks of at most the server's
+ * `fwdbwd_max_chunk_len` datums and `fwdbwd_max_chunk_bytes_count` bytes (estimated as the SDK does: 4 per token,
+ * the dtype's size per loss-input value); results are asked for as protobuf (`Accept: application/x-protobuf,
+ * application/json`) and read in either form. It falls back to the JSON protocol of SDK 0.24.x when the server says
+ * it does not take protobuf (`proto_write_fwdbwd: false`) or has no `/api/v1/client/config` (SkyRL tx 0.3), or when
+ * `wire: 'json'` asks for it (then it announces itself as 0.24.1).
  *
  * What it does, in the order the SDK does it:
  * - **Base URL and key**: `baseUrl` (default `TINKER_BASE_URL`, else the hosted service); the API key goes in the
@@ -36,9 +41,12 @@
  * Errors: every failure is a `TinkerError` naming the endpoint, the HTTP status or the server's error, and what to do.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { decodeForwardBackwardOutput, decodeSampleResponse, deflateZstd, encodeForwardBackwardRequest, PROTO_CONTENT_TYPE } from './proto/wire.ts';
 
-/** The SDK release whose JSON protocol this client speaks. */
+/** The SDK release whose JSON protocol this client speaks with `wire: 'json'` (and as a fallback). */
 export const TINKER_SDK_PROTOCOL = '0.24.1';
+/** The SDK release whose protobuf protocol this client speaks by default (its schema: proto/PROVENANCE.md). */
+export const TINKER_SDK_PROTOBUF = '0.38.0';
 /** The hosted service, the SDK's default base URL. */
 export const DEFAULT_TINKER_BASE_URL = 'https://tinker.thinkingmachines.dev/services/tinker-prod';
 /** The SDK's chunk limits for forward/forward_backward. */
@@ -83,8 +91,12 @@ export interface TinkerClientOptions {
   futureTimeoutMs?: number;
   /** One HTTP request's timeout in ms (default 120 000; servers long-poll retrieve_future for up to ~45 s). */
   requestTimeoutMs?: number;
-  /** Chunk limits for forward/forward_backward (default the SDK's, 1024 datums and 5 MB). */
+  /** Chunk limits for forward/forward_backward (default: the server's announced limits, else the SDK's, 1024 datums and 5 MB). */
   chunk?: { maxDatums?: number; maxBytes?: number };
+  /** Wire format of forward/forward_backward: `protobuf` (default; JSON where the server does not take it) or `json`. */
+  wire?: 'protobuf' | 'json';
+  /** zstd-compress protobuf bodies: default as the server's `proto_compress_fwdbwd` says. */
+  compress?: boolean;
   /** Session tags (the SDK reads them from `TINKER_TAGS`). */
   tags?: string[];
   /** Where warnings go (failed heartbeats, protocol notes). Default: stderr. */
@@ -174,7 +186,7 @@ function errorText(body: string): { code?: string; message: string } {
   return { message: body.slice(0, 500) || '(empty body)' };
 }
 
-/** Estimated request bytes of a datum, as the SDK estimates them (10 per token and per loss-input value). */
+/** Estimated request bytes of a JSON datum, as SDK 0.24 estimates them (10 per token and per loss-input value). */
 export function estimateDatumBytes(d: WireDatum): number {
   let n = 0;
   for (const c of d.model_input.chunks) n += c.tokens.length * 10;
@@ -182,13 +194,21 @@ export function estimateDatumBytes(d: WireDatum): number {
   return n;
 }
 
+/** Estimated request bytes of a protobuf datum, as SDK 0.38 estimates them (4 per int32 token, 4 or 8 per loss-input value by dtype). */
+export function estimateDatumBytesProto(d: WireDatum): number {
+  let n = 0;
+  for (const c of d.model_input.chunks) n += c.tokens.length * 4;
+  for (const t of Object.values(d.loss_fn_inputs)) n += t.data.length * (t.dtype === 'int64' ? 8 : 4);
+  return n;
+}
+
 /** Consecutive chunks of at most `maxDatums` datums and `maxBytes` estimated bytes (a bigger datum goes alone). */
-export function chunkDatums<T extends WireDatum>(data: readonly T[], maxDatums = MAX_CHUNK_DATUMS, maxBytes = MAX_CHUNK_BYTES): T[][] {
+export function chunkDatums<T extends WireDatum>(data: readonly T[], maxDatums = MAX_CHUNK_DATUMS, maxBytes = MAX_CHUNK_BYTES, estimate: (d: WireDatum) => number = estimateDatumBytes): T[][] {
   const out: T[][] = [];
   let cur: T[] = [];
   let bytes = 0;
   for (const d of data) {
-    const b = estimateDatumBytes(d);
+    const b = estimate(d);
     if (cur.length > 0 && (cur.length >= maxDatums || bytes + b > maxBytes)) {
       out.push(cur);
       cur = [];
@@ -220,6 +240,11 @@ export function combineForwardBackward(parts: readonly ForwardBackwardOutput[]):
   return { loss_fn_output_type: parts[0].loss_fn_output_type, loss_fn_outputs: parts.flatMap((p) => p.loss_fn_outputs), metrics };
 }
 
+/** A protobuf reply body. */
+class ProtoBody {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
 interface Submitted {
   request_id: string;
   model_id?: string;
@@ -247,6 +272,13 @@ export class TinkerClient {
   readonly log: (line: string) => void;
   /** The server's `/api/v1/client/config` answer. */
   serverConfig: Record<string, unknown> = {};
+  /** Whether forward/forward_backward go as protobuf (else JSON), and zstd-compressed. */
+  protobuf = false;
+  compress = false;
+  /** The chunk limits in force (options, else the server's, else the SDK's defaults). */
+  chunkLimits = { maxDatums: MAX_CHUNK_DATUMS, maxBytes: MAX_CHUNK_BYTES };
+  /** Bytes of forward/forward_backward bodies sent (after compression) and their count, for benchmarks. */
+  readonly sent = { bodies: 0, bytes: 0 };
 
   private constructor(private readonly o: TinkerClientOptions) {
     const url = o.baseUrl ?? envString('TINKER_BASE_URL') ?? DEFAULT_TINKER_BASE_URL;
@@ -268,16 +300,24 @@ export class TinkerClient {
   /** Handshake (`client/config`, the JWT exchange when asked for), `create_session`, heartbeats. */
   static async connect(options: TinkerClientOptions = {}): Promise<TinkerClient> {
     const c = new TinkerClient(options);
+    if (options.wire !== undefined && options.wire !== 'protobuf' && options.wire !== 'json') throw new TinkerError(`wire must be 'protobuf' or 'json', got ${JSON.stringify(options.wire)}`);
     let config: unknown = {};
+    let hasConfig = true;
     try {
-      config = await c.post('/api/v1/client/config', { sdk_version: TINKER_SDK_PROTOCOL });
+      config = await c.post('/api/v1/client/config', { sdk_version: options.wire === 'json' ? TINKER_SDK_PROTOCOL : TINKER_SDK_PROTOBUF });
     } catch (e) {
-      // Servers older than the endpoint (SkyRL tx 0.3) have no feature flags to give: go on with none.
+      // Servers older than the endpoint (SkyRL tx 0.3) have no feature flags to give: go on with none, in JSON.
       if (!(e instanceof TinkerError && e.status === 404)) throw e;
-      c.log(`tinker: ${c.baseUrl} has no /api/v1/client/config; going on without server feature flags`);
+      hasConfig = false;
+      c.log(`tinker: ${c.baseUrl} has no /api/v1/client/config; going on without server feature flags, with the JSON protocol of SDK ${TINKER_SDK_PROTOCOL}`);
     }
     c.serverConfig = isObj(config) ? config : {};
-    if (c.serverConfig.proto_write_fwdbwd === true) c.log(`tinker: ${c.baseUrl} prefers protobuf forward_backward bodies (SDK ≥ 0.25); this client sends JSON, as SDK ${TINKER_SDK_PROTOCOL} does`);
+    // SDK ≥ 0.25 sends protobuf whatever the flag says; a server that sets it false explicitly takes JSON only.
+    c.protobuf = options.wire !== 'json' && hasConfig && c.serverConfig.proto_write_fwdbwd !== false;
+    if (options.wire !== 'json' && hasConfig && !c.protobuf) c.log(`tinker: ${c.baseUrl} does not take protobuf forward_backward bodies (proto_write_fwdbwd: false); sending JSON, as SDK ${TINKER_SDK_PROTOCOL} does`);
+    c.compress = c.protobuf && (options.compress ?? c.serverConfig.proto_compress_fwdbwd === true);
+    const announced = (k: string) => (typeof c.serverConfig[k] === 'number' && Number.isInteger(c.serverConfig[k]) && (c.serverConfig[k] as number) > 0 ? (c.serverConfig[k] as number) : undefined);
+    c.chunkLimits = { maxDatums: options.chunk?.maxDatums ?? announced('fwdbwd_max_chunk_len') ?? MAX_CHUNK_DATUMS, maxBytes: options.chunk?.maxBytes ?? announced('fwdbwd_max_chunk_bytes_count') ?? MAX_CHUNK_BYTES };
     if (c.serverConfig.pjwt_auth_enabled === true) {
       if (c.apiKey === undefined) throw new TinkerError(`${c.baseUrl} exchanges API keys for JWTs (pjwt_auth_enabled); set TINKER_API_KEY`, undefined, 'no_api_key');
       c.jwtEnabled = true;
@@ -340,12 +380,17 @@ export class TinkerClient {
    * POST a JSON body; retries connection errors, 408, 429 and 5xx with backoff when `retry` (the default). Returns the
    * parsed JSON, or `{status}` for the statuses in `pass` (the caller handles those).
    */
-  async post(path: string, body: unknown, opts: { retry?: boolean; auth?: 'auto' | 'key'; pass?: readonly number[] } = {}): Promise<unknown> {
+  async post(path: string, body: unknown, opts: { retry?: boolean; auth?: 'auto' | 'key'; pass?: readonly number[]; raw?: { bytes: Uint8Array; headers: Record<string, string> }; accept?: string } = {}): Promise<unknown> {
     const url = `${this.baseUrl}${path}`;
     const retry = opts.retry ?? true;
     const totalMs = this.o.retry?.totalMs ?? 300_000;
     const idem = `longrun-${this.sessionIdValue ?? 'nosession'}-${this.idempotency++}`;
-    const text = JSON.stringify(body);
+    const text = opts.raw ? opts.raw.bytes : JSON.stringify(body);
+    const contentHeaders = opts.raw ? opts.raw.headers : { 'content-type': 'application/json' };
+    if (path === '/api/v1/forward_backward' || path === '/api/v1/forward') {
+      this.sent.bodies++;
+      this.sent.bytes += typeof text === 'string' ? Buffer.byteLength(text) : text.byteLength;
+    }
     let attempt = 0;
     let firstFailure = 0;
     const again = async (why: string): Promise<void> => {
@@ -359,7 +404,7 @@ export class TinkerClient {
       try {
         res = await fetch(url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json', 'X-Idempotency-Key': idem, ...(await this.authHeader(opts.auth ?? 'auto')) },
+          headers: { ...contentHeaders, accept: opts.accept ?? 'application/json', 'X-Idempotency-Key': idem, ...(await this.authHeader(opts.auth ?? 'auto')) },
           body: text,
           signal: AbortSignal.timeout(this.o.requestTimeoutMs ?? 120_000),
         });
@@ -378,6 +423,7 @@ export class TinkerClient {
         await again(`HTTP ${res.status} from ${url}: ${err.message}`);
         continue;
       }
+      if (res.ok && (res.headers.get('content-type') ?? '').includes(PROTO_CONTENT_TYPE)) return new ProtoBody(new Uint8Array(await res.arrayBuffer()));
       const raw = await res.text();
       if (!res.ok) {
         const err = errorText(raw);
@@ -393,17 +439,17 @@ export class TinkerClient {
   }
 
   /** Submits a call and waits for its future. `resubmittable`: on HTTP 410 the call is submitted again. */
-  async call(path: string, body: Record<string, unknown>, opts: { resubmittable?: boolean } = {}): Promise<Record<string, unknown>> {
+  async call(path: string, body: Record<string, unknown>, opts: { resubmittable?: boolean; proto?: 'fwdbwd' | 'sample' } = {}): Promise<Record<string, unknown>> {
     const submit = async (): Promise<Submitted> => {
       const r = await this.post(path, body);
       if (!isObj(r) || typeof r.request_id !== 'string') throw new TinkerError(`${path}: the answer has no request_id: ${JSON.stringify(r).slice(0, 200)}`);
       return r as unknown as Submitted;
     };
-    return this.await(path, await submit(), opts.resubmittable ? submit : undefined);
+    return this.await(path, await submit(), opts.resubmittable ? submit : undefined, opts.proto);
   }
 
   /** Polls `retrieve_future` until the future resolves. */
-  async await(path: string, submitted: Submitted, resubmit?: () => Promise<Submitted>): Promise<Record<string, unknown>> {
+  async await(path: string, submitted: Submitted, resubmit?: () => Promise<Submitted>, proto?: 'fwdbwd' | 'sample'): Promise<Record<string, unknown>> {
     let requestId = submitted.request_id;
     const minMs = this.o.poll?.minMs ?? 1;
     const maxMs = this.o.poll?.maxMs ?? 100;
@@ -413,7 +459,15 @@ export class TinkerClient {
       if (this.o.futureTimeoutMs !== undefined && Date.now() - started > this.o.futureTimeoutMs) {
         throw new TinkerError(`${path}: request ${requestId} was not done after ${this.o.futureTimeoutMs} ms`, undefined, 'timeout');
       }
-      const r = await this.post('/api/v1/retrieve_future', { request_id: requestId, allow_metadata_only: false }, { pass: [408, 410] });
+      const r = await this.post('/api/v1/retrieve_future', { request_id: requestId, allow_metadata_only: false }, { pass: [408, 410], accept: proto ? `${PROTO_CONTENT_TYPE}, application/json` : undefined });
+      if (r instanceof ProtoBody) {
+        if (!proto) throw new TinkerError(`${path}: retrieve_future answered protobuf for a result that has no protobuf form`);
+        try {
+          return (proto === 'fwdbwd' ? decodeForwardBackwardOutput(r.bytes) : decodeSampleResponse(r.bytes)) as unknown as Record<string, unknown>;
+        } catch (e) {
+          throw new TinkerError(`${path}: the protobuf result cannot be read: ${(e as Error).message}`);
+        }
+      }
       if (isObj(r) && r.status === 408 && Object.keys(r).length === 1) continue;
       if (isObj(r) && r.status === 410 && Object.keys(r).length === 1) {
         if (!resubmit) throw new TinkerError(`${path}: the server lost request ${requestId} (HTTP 410); it may or may not have run, so it is not sent again. Reload the last saved state to continue.`, 410, 'expired');
@@ -443,7 +497,7 @@ export class TinkerClient {
     if (lora) body.lora_config = { rank: lora.rank, seed: lora.seed ?? null, train_unembed: lora.train_unembed ?? true, train_mlp: lora.train_mlp ?? true, train_attn: lora.train_attn ?? true };
     const r = await this.call('/api/v1/create_model', body);
     if (typeof r.model_id !== 'string') throw new TinkerError(`create_model: the result has no model_id: ${JSON.stringify(r).slice(0, 200)}`);
-    return new TinkerTrainingClient(this, r.model_id, this.o.chunk);
+    return new TinkerTrainingClient(this, r.model_id, this.chunkLimits);
   }
 
   /** The next `sampling_session_seq_id` of this session. */
@@ -483,7 +537,7 @@ export class TinkerSamplingClient {
       prompt: { chunks: [{ type: 'encoded_text', tokens: Array.from(prompt) }] }, sampling_params: params,
       prompt_logprobs: false, topk_prompt_logprobs: 0, type: 'sample',
     };
-    const r = await this.client.call('/api/v1/asample', body, { resubmittable: true });
+    const r = await this.client.call('/api/v1/asample', body, { resubmittable: true, proto: 'sample' });
     if (!Array.isArray(r.sequences)) throw new TinkerError(`asample: the result has no sequences: ${JSON.stringify(r).slice(0, 200)}`);
     return r.sequences.map((s: unknown, i: number) => {
       if (!isObj(s) || !Array.isArray(s.tokens)) throw new TinkerError(`asample: sequence ${i} has no tokens`);
@@ -516,12 +570,13 @@ export class TinkerTrainingClient {
     return this.seq;
   }
 
-  /** Submits one ordered request with the next seq_id; returns the accepted submission. */
-  private async submit(path: string, body: Record<string, unknown>): Promise<Submitted> {
+  /** Submits one ordered request with the next seq_id (`encode` makes a protobuf body of it); returns the accepted submission. */
+  private async submit(path: string, body: Record<string, unknown>, encode?: (seq: number) => Promise<{ bytes: Uint8Array; headers: Record<string, string> }>): Promise<Submitted> {
     if (this.broken) throw new TinkerError(`${path}: ${this.broken}`, undefined, 'out_of_step');
     const seq = this.seq++;
     try {
-      const r = await this.client.post(path, { model_id: this.modelId, seq_id: seq, ...body });
+      const raw = encode ? await encode(seq) : undefined;
+      const r = await this.client.post(path, { model_id: this.modelId, seq_id: seq, ...body }, { raw });
       if (!isObj(r) || typeof r.request_id !== 'string') throw new TinkerError(`${path}: the answer has no request_id: ${JSON.stringify(r).slice(0, 200)}`);
       return r as unknown as Submitted;
     } catch (e) {
@@ -537,13 +592,32 @@ export class TinkerTrainingClient {
 
   private async fwd(path: '/api/v1/forward' | '/api/v1/forward_backward', key: 'forward_input' | 'forward_backward_input', data: readonly WireDatum[], lossFn: string, config?: Record<string, number>): Promise<ForwardBackwardOutput> {
     if (data.length === 0) throw new TinkerError(`${path}: no datums`);
-    const chunks = chunkDatums(data, this.maxDatums, this.maxBytes);
+    const proto = this.client.protobuf;
+    const chunks = this.chunksOf(data);
+    const forwardOnly = key === 'forward_input';
+    // Protobuf: a forward is a forward_backward with forward_only, as SDK ≥ 0.25 sends it.
+    const target = proto ? '/api/v1/forward_backward' : path;
     // The chunks go out in seq_id order, each once the one before is accepted; then all are awaited together.
     const submitted: Submitted[] = [];
     for (const chunk of chunks) {
-      submitted.push(await this.submit(path, { [key]: { data: chunk, loss_fn: lossFn, loss_fn_config: config ?? null }, type: key === 'forward_input' ? 'forward' : 'forward_backward' }));
+      const encode = proto ? async (seq: number) => {
+        let bytes: Uint8Array;
+        try {
+          bytes = encodeForwardBackwardRequest({ model_id: this.modelId, seq_id: seq, forward_only: forwardOnly, forward_backward_input: { data: chunk, loss_fn: lossFn, loss_fn_config: config ?? null } });
+        } catch (e) {
+          // Values protobuf cannot carry (the JSON protocol leaves them to the server's 400): refused here, before a request.
+          throw new TinkerError(`${target}: ${(e as Error).message}`, undefined, 'invalid_datum');
+        }
+        const headers: Record<string, string> = { 'content-type': PROTO_CONTENT_TYPE };
+        if (this.client.compress) {
+          bytes = await deflateZstd(bytes);
+          headers['content-encoding'] = 'zstd';
+        }
+        return { bytes, headers };
+      } : undefined;
+      submitted.push(await this.submit(target, { [key]: { data: chunk, loss_fn: lossFn, loss_fn_config: config ?? null }, type: forwardOnly ? 'forward' : 'forward_backward' }, encode));
     }
-    const parts = await Promise.all(submitted.map((s) => this.client.await(path, s)));
+    const parts = await Promise.all(submitted.map((s) => this.client.await(path, s, undefined, 'fwdbwd')));
     return combineForwardBackward(parts.map((r, i) => {
       if (!Array.isArray(r.loss_fn_outputs) || r.loss_fn_outputs.length !== chunks[i].length) throw new TinkerError(`${path}: chunk ${i} answered ${Array.isArray(r.loss_fn_outputs) ? r.loss_fn_outputs.length : 'no'} outputs for ${chunks[i].length} datums`);
       return { loss_fn_output_type: String(r.loss_fn_output_type ?? ''), loss_fn_outputs: r.loss_fn_outputs as Record<string, TensorData>[], metrics: isObj(r.metrics) ? (r.metrics as Record<string, number>) : {} };
@@ -552,7 +626,7 @@ export class TinkerTrainingClient {
 
   /** Chunks of `data` as they will be sent (for callers that report them). */
   chunksOf<T extends WireDatum>(data: readonly T[]): T[][] {
-    return chunkDatums(data, this.maxDatums, this.maxBytes);
+    return chunkDatums(data, this.maxDatums, this.maxBytes, this.client.protobuf ? estimateDatumBytesProto : estimateDatumBytes);
   }
 
   forwardBackward(data: readonly WireDatum[], lossFn: string, config?: Record<string, number>): Promise<ForwardBackwardOutput> {
