@@ -15,7 +15,10 @@ if (!out) throw new Error('usage: make-mxfp4-model.ts OUT_DIR');
 // that the experts matter for the logits
 const config = presetConfig('tiny-1m', { initializer_range: 0.25, vocab_size: 300 });
 const model = new GptOssModel(config, { seed: 5, grads: false });
-const sinks = model.layers.map((L) => L.attn.sinks);
+const sinks = model.layers.map((L) => {
+  if (L.attn.sinks === null) throw new Error('make-mxfp4-model: the model has no sinks');
+  return L.attn.sinks;
+});
 for (const s of sinks) s.data().set(Array.from({ length: s.shape[0] }, (_, h) => (h % 2 === 0 ? 1 : -0.5)));
 const { files } = saveModel(out, model, { mxfp4Experts: true });
 console.log(`wrote ${files.join(', ')} to ${out}`);

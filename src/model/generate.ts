@@ -106,7 +106,7 @@ export interface DecodeOptions {
 export const DEFAULT_TILE_MIN = 32;
 
 /** The single-query Wasm kernel on some of the step's tokens (those not computed as tiles): gathered, run, scattered. */
-function decodeSubset(qh: Tensor, tokens: Int32Array, cacheOf: (t: number) => LayerKvCache, positions: Int32Array, sinks: Tensor,
+function decodeSubset(qh: Tensor, tokens: Int32Array, cacheOf: (t: number) => LayerKvCache, positions: Int32Array, sinks: Tensor | null,
   hq: number, hkv: number, d: number, scale: number, orows: Tensor): void {
   const N = qh.shape[1], n = tokens.length, row = hq * d;
   const q = Tensor.empty([hq, n, d], { tag: TAG.act }), o = Tensor.empty([n, row], { tag: TAG.act });
@@ -155,7 +155,7 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
     const kd = kh.data(), vd = vh.data();
     for (let t = 0; t < N; t++) caches[seqOf[t]][L.index].append(kd, vd, N, t);
     if (wasm && single && !caches[0][L.index].ring) {
-      const sinks = L.attn.sinks.toArray();
+      const sinks = L.attn.sinks ? L.attn.sinks.toArray() : null;
       for (const b of tiled) chunkAttentionTiles(qh, last[b] - per[b] + 1, per[b], caches[b][L.index], sinks, hq, hkv, d, scale, ctx.attnBlock, orows);
       if (single.length > 0) decodeSubset(qh, single, (t) => caches[seqOf[t]][L.index], positions, L.attn.sinks, hq, hkv, d, scale, orows);
     } else if (wasm) {
@@ -164,7 +164,8 @@ export function decodeStep(model: GptOssModel, tokens: Int32Array, caches: Seque
         return { cache, lo: cache.lowest(p), hi: p };
       }), L.attn.sinks, hq, hkv, d, scale, orows);
     } else {
-      const od = orows.data(), qd = qh.data(), sinks = L.attn.sinks.toArray();
+      // no sink term (sinks: 'ignore') = sink logits of −∞, which the reference loop takes as they are
+      const od = orows.data(), qd = qh.data(), sinks = L.attn.sinks ? L.attn.sinks.toArray() : new Float32Array(hq).fill(-Infinity);
       const q = new Float32Array(hq * d);
       for (let t = 0; t < N; t++) {
         const cache = caches[seqOf[t]][L.index], p = positions[t], lo = cache.lowest(p);

@@ -45,6 +45,13 @@ export interface ModelOptions {
    * model learn to copy tokens from its context. Default false.
    */
   tiedInit?: boolean;
+  /**
+   * 'exact' (default): each attention layer's learned sink logits join the softmax's normaliser, as gpt-oss trains
+   * and serves them. 'ignore': the sinks are treated as −∞ (they add nothing to the normaliser, and get no gradient),
+   * which is what an engine that drops them serves, e.g. FlexAttention without the log-sum-exp correction. The sink
+   * parameters are still loaded and saved unchanged; only attention stops reading them. For the sinks ablation.
+   */
+  sinks?: 'exact' | 'ignore';
 }
 
 export interface ForwardOptions {
@@ -63,6 +70,16 @@ export interface ForwardOptions {
   rows?: Int32Array;
   /** Called per layer with the rotated keys and the values [Hkv, N, d] (KV-cache prefill). */
   captureKv?: (layer: number, k: Tensor, v: Tensor) => void;
+  /**
+   * Also return the final hidden state h = RMSNorm(x) [N, C] (the unembedding's input) as `hidden`: what a value head
+   * reads (src/rl/critic.ts). Its gradient comes back through `backward`'s `dHidden`.
+   */
+  hidden?: boolean;
+  /**
+   * false: stop at the final norm (no unembedding, no logits; `logprobs` all 0): a trunk read only through `hidden`,
+   * e.g. a separate critic model. Its backward then starts from `dHidden` alone. Default true.
+   */
+  head?: boolean;
 }
 
 export interface ForwardResult {
@@ -74,6 +91,8 @@ export interface ForwardResult {
   tokenWeight: number;
   fullLogprobs?: Tensor;
   logits?: Tensor;
+  /** With `hidden`: RMSNorm(x_final), [N, C] row-major. */
+  hidden?: Float32Array;
 }
 
 export interface LayerParams {
@@ -104,7 +123,8 @@ interface StepState {
   layers: LayerSaved[];
   xFinal: Tensor;
   rstdFinal: Tensor;
-  head: HeadSaved;
+  /** null for a forward with `head: false`. */
+  head: HeadSaved | null;
   useLora: boolean;
   checkpointed: boolean;
   scope: MemoryScope;
@@ -124,6 +144,8 @@ export class GptOssModel {
   private readonly grads = new Map<string, Tensor>();
   private readonly extra = new Map<string, { param: Tensor; grad?: Tensor; decay: boolean }>();
   private baseTrainable = true;
+  /** ModelOptions.sinks: 'ignore' gives every layer's attention no sink term (null sinks: the kernels' −∞ sink). */
+  private readonly ignoreSinks: boolean;
   private state: StepState | null = null;
   private disposed = false;
 
@@ -145,7 +167,15 @@ export class GptOssModel {
       if (options.grads ?? true) this.grads.set(s.name, Tensor.zeros(s.shape, { tag: TAG.grads }));
     }
     if (options.tiedInit) this.params.get('lm_head.weight')!.data().set(this.params.get('model.embed_tokens.weight')!.data());
+    const sinks = options.sinks ?? 'exact';
+    if (sinks !== 'exact' && sinks !== 'ignore') throw new Error(`GptOssModel: sinks must be 'exact' or 'ignore', got ${JSON.stringify(sinks)}`);
+    this.ignoreSinks = sinks === 'ignore';
     for (let i = 0; i < config.num_hidden_layers; i++) this.layers.push(this.buildLayer(i));
+  }
+
+  /** 'ignore' when attention treats the sink logits as −∞ (ModelOptions.sinks). */
+  get sinks(): 'exact' | 'ignore' {
+    return this.ignoreSinks ? 'ignore' : 'exact';
   }
 
   get dims(): AttentionDims {
@@ -240,7 +270,7 @@ export class GptOssModel {
       ln1: { weight: P('input_layernorm.weight'), gradWeight: G('input_layernorm.weight') },
       attn: {
         q: lin('self_attn.q_proj'), k: lin('self_attn.k_proj'), v: lin('self_attn.v_proj'), o: lin('self_attn.o_proj'),
-        sinks: P('self_attn.sinks'), gradSinks: G('self_attn.sinks'),
+        sinks: this.ignoreSinks ? null : P('self_attn.sinks'), gradSinks: this.ignoreSinks ? undefined : G('self_attn.sinks'),
       },
       ln2: { weight: P('post_attention_layernorm.weight'), gradWeight: G('post_attention_layernorm.weight') },
     };
@@ -354,10 +384,22 @@ export class GptOssModel {
       x = h;
     }
     const fn = rmsnormForward(this.ctx, { weight: this.params.get('model.norm.weight')! }, x, this.config.rms_norm_eps);
+    const hidden = options.hidden ? Float32Array.from(fn.y.data()) : undefined;
+    if (options.head === false) {
+      if (options.rows || options.fullLogprobs || options.logits) throw new Error('forward: head: false computes no logits (rows, fullLogprobs and logits need the unembedding)');
+      fn.y.dispose();
+      const result: ForwardResult = { loss: 0, logprobs: new Float32Array(b.n), tokenWeight: 0, hidden };
+      if (grad) this.state = { batch: b, masks, layers: saved, xFinal: x, rstdFinal: fn.rstd, head: null, useLora, checkpointed, scope };
+      else {
+        fn.rstd.dispose(); x.dispose();
+        this.lastMemory = scope.end();
+      }
+      return result;
+    }
     const head = headForward(this.ctx, this.params.get('lm_head.weight')!, fn.y, options.rows ? new Int32Array(x.shape[0]).fill(-1) : b.targets);
     let tokenWeight = 0, lossSum = 0;
     if (!options.rows) for (let i = 0; i < b.n; i++) { tokenWeight += b.weights[i]; lossSum -= b.weights[i] * head.logprobs[i]; }
-    const result: ForwardResult = { loss: tokenWeight > 0 ? lossSum / tokenWeight : 0, logprobs: head.logprobs, tokenWeight };
+    const result: ForwardResult = { loss: tokenWeight > 0 ? lossSum / tokenWeight : 0, logprobs: head.logprobs, tokenWeight, hidden };
     if (options.fullLogprobs) result.fullLogprobs = headLogSoftmax(this.ctx, head.saved);
     if (options.logits) result.logits = head.saved.logits.clone({ tag: TAG.logits });
     if (grad) {
@@ -372,13 +414,26 @@ export class GptOssModel {
 
   /**
    * Backpropagates from d(objective)/d(logprob_n) per token (default: the gradient of `loss`, i.e.
-   * −m_n / Σ m) and accumulates into the parameter gradients.
+   * −m_n / Σ m) and accumulates into the parameter gradients. `dHidden` [N, C]: d(objective)/d(hidden), added at the
+   * unembedding's input (a value head's gradient); after a forward with `head: false` it is the only input.
    */
-  backward(dlogprobs?: Float32Array, options: { dEntropy?: Float32Array } = {}): void {
+  backward(dlogprobs?: Float32Array, options: { dEntropy?: Float32Array; dHidden?: Float32Array } = {}): void {
     const st = this.state;
     if (!st) throw new Error('backward: call forward() with grad enabled first (each forward allows one backward)');
     this.state = null;
     const b = st.batch;
+    const C = this.config.hidden_size;
+    if (options.dHidden && options.dHidden.length !== b.n * C) throw new RangeError(`backward: dHidden has ${options.dHidden.length} entries, expected ${b.n} tokens × ${C}`);
+    const G = (n: string) => (this.baseTrainable ? this.grads.get(n) : undefined);
+    const normParams = { weight: this.params.get('model.norm.weight')!, gradWeight: G('model.norm.weight') };
+    if (!st.head) {
+      if (!options.dHidden) throw new Error('backward: a forward with head: false needs dHidden');
+      const dh = Tensor.from(options.dHidden, [b.n, C], { tag: TAG.act });
+      const dx = rmsnormBackward(this.ctx, normParams, st.xFinal, st.rstdFinal, dh);
+      dh.dispose(); st.rstdFinal.dispose(); st.xFinal.dispose();
+      this.trunkBackward(st, dx);
+      return;
+    }
     let dl = dlogprobs;
     if (!dl) {
       let w = 0;
@@ -386,11 +441,23 @@ export class GptOssModel {
       dl = new Float32Array(b.n);
       if (w > 0) for (let i = 0; i < b.n; i++) dl[i] = -b.weights[i] / w;
     } else if (dl.length !== b.n) throw new RangeError(`backward: dlogprobs has ${dl.length} entries, the forward had ${b.n} tokens`);
-    const G = (n: string) => (this.baseTrainable ? this.grads.get(n) : undefined);
     const dh = headBackward(this.ctx, this.params.get('lm_head.weight')!, G('lm_head.weight'), st.head, dl, options.dEntropy);
     disposeHeadSaved(st.head);
-    let dx = rmsnormBackward(this.ctx, { weight: this.params.get('model.norm.weight')!, gradWeight: G('model.norm.weight') }, st.xFinal, st.rstdFinal, dh);
+    if (options.dHidden) {
+      const extra = Tensor.from(options.dHidden, [b.n, C], { tag: TAG.temp });
+      this.ctx.backend.axpy(dh, 1, extra);
+      extra.dispose();
+    }
+    const dx = rmsnormBackward(this.ctx, normParams, st.xFinal, st.rstdFinal, dh);
     dh.dispose(); st.head.h.dispose(); st.rstdFinal.dispose(); st.xFinal.dispose();
+    this.trunkBackward(st, dx);
+  }
+
+  /** The layers' and the embedding's backward from d(objective)/d(x_final); ends the step's memory scope. */
+  private trunkBackward(st: StepState, dxFinal: Tensor): void {
+    const b = st.batch;
+    const G = (n: string) => (this.baseTrainable ? this.grads.get(n) : undefined);
+    let dx = dxFinal;
     for (let i = this.layers.length - 1; i >= 0; i--) {
       const L = this.layers[i];
       let s = st.layers[i];
@@ -419,8 +486,11 @@ export class GptOssModel {
     if (!st) return;
     this.state = null;
     for (const s of st.layers) { this.disposeLayerSaved(s); s.x.dispose(); }
-    disposeHeadSaved(st.head);
-    st.head.h.dispose(); st.rstdFinal.dispose(); st.xFinal.dispose();
+    if (st.head) {
+      disposeHeadSaved(st.head);
+      st.head.h.dispose();
+    }
+    st.rstdFinal.dispose(); st.xFinal.dispose();
     this.lastMemory = st.scope.end();
   }
 

@@ -75,7 +75,7 @@ test('attention block (GQA, YaRN RoPE, sinks, sliding window): every gradient ma
     directionalCheck(`${k}.weight`, f, p[k].weight, p[k].gradWeight!.toArray());
     directionalCheck(`${k}.bias`, f, p[k].bias!, p[k].gradBias!.toArray());
   }
-  directionalCheck('sinks', f, p.sinks, p.gradSinks!.toArray());
+  directionalCheck('sinks', f, p.sinks!, p.gradSinks!.toArray());
 });
 
 test('MoE routing: top-k by logit with ties to the lower index, softmax over the chosen k only', () => {

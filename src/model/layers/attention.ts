@@ -19,7 +19,8 @@ export interface AttentionParams {
   k: LinearParams;
   v: LinearParams;
   o: LinearParams;
-  readonly sinks: Tensor;
+  /** The layer's sink logits [Hq]; null: no sink term (a model built with sinks: 'ignore'). */
+  readonly sinks: Tensor | null;
   gradSinks?: Tensor;
 }
 
@@ -62,7 +63,7 @@ export function attentionForward(ctx: LayerContext, p: AttentionParams, dims: At
   rope: RopeTable, blockMask: BlockMask, useLora: boolean): { y: Tensor; saved: AttentionSaved } {
   const N = xn.shape[0], { hq, d } = dims;
   const { qh, kh, vh, sq, sk, sv } = projectQkv(ctx, p, dims, xn, positions, rope, useLora);
-  const core = attentionCore(ctx.impl, qh, kh, vh, { blockMask, sinks: p.sinks.toArray(), scale: 1 / Math.sqrt(d) }, ctx.attention);
+  const core = attentionCore(ctx.impl, qh, kh, vh, { blockMask, sinks: p.sinks ? p.sinks.toArray() : null, scale: 1 / Math.sqrt(d) }, ctx.attention);
   const orows = Tensor.empty([N, hq * d], { tag: TAG.act });
   headsToRows(core.o.data(), orows.data(), N, hq, d);
   const o = linearForward(ctx, p.o, orows, useLora);

@@ -14,8 +14,8 @@ export interface DecodeQuery {
   hi: number;
 }
 
-/** q [Hq, N, d] head-major (token t = queries[t]), sinks [Hq] → out [N, Hq·d]. */
-export function decodeAttentionWasm(q: Tensor, queries: readonly DecodeQuery[], sinks: Tensor, hq: number, hkv: number, d: number,
+/** q [Hq, N, d] head-major (token t = queries[t]), sinks [Hq] (null: no sink term) → out [N, Hq·d]. */
+export function decodeAttentionWasm(q: Tensor, queries: readonly DecodeQuery[], sinks: Tensor | null, hq: number, hkv: number, d: number,
   scale: number, out: Tensor): void {
   if (d % 4 !== 0) throw new RangeError(`decodeAttentionWasm: head dim ${d} must be a multiple of 4`);
   const rt = getRuntime(), n = queries.length;
@@ -33,7 +33,7 @@ export function decodeAttentionWasm(q: Tensor, queries: readonly DecodeQuery[], 
     });
     let work = 0;
     for (const s of queries) work += (s.hi - s.lo + 1) * hq * d;
-    rt.run('decodeAttention', [rt.workCounter, n, table, q.ptr, hq, hkv, d, sinks.ptr, scale, out.ptr, scratch, scratchPer], 2 * work);
+    rt.run('decodeAttention', [rt.workCounter, n, table, q.ptr, hq, hkv, d, sinks ? sinks.ptr : 0, scale, out.ptr, scratch, scratchPer], 2 * work);
   } finally {
     rt.free(scratch);
     rt.free(table);
