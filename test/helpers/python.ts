@@ -1,13 +1,15 @@
 /**
  * The Python that the interop tests (safetensors, gguf-py) run: `LONGRUN_PYTHON` when set (`.ci/run` points it at a
- * venv built from `.ci/requirements-interop.txt`), else `python3`. Where LONGRUN_PYTHON is set a missing package
- * fails the test instead of skipping it, so CI cannot silently lose the cross-checks.
+ * venv built from `.ci/requirements-interop.txt`), else `python3`. Where LONGRUN_PYTHON is set, or under CI (`CI=true`),
+ * a missing package fails the test instead of skipping it, so CI cannot silently lose the cross-checks (and
+ * `npm run test:unit`, scripts/test-unit.ts, fails on any skip anywhere).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 
 export const PYTHON = process.env.LONGRUN_PYTHON || 'python3';
-const required = Boolean(process.env.LONGRUN_PYTHON);
+/** Under CI (`CI=true`) or with LONGRUN_PYTHON set, a missing module fails the test instead of skipping it. */
+const required = Boolean(process.env.LONGRUN_PYTHON) || process.env.CI === 'true' || process.env.CI === '1';
 
 /** Null when `PYTHON` imports every module, else why not. */
 export function missingPython(modules: readonly string[]): string | null {

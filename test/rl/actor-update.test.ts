@@ -67,15 +67,17 @@ describe('actor update: mini-batch denominators (the same update however the min
 });
 
 describe('actor update: zero-advantage rows (skipZeroAdvantageRows)', () => {
-  for (const policyLoss of ['vanilla', 'gspo'] as const) {
-    it(`${policyLoss}: rows with advantage 0 are not scored, and the update is the one that scores every row`, async () => {
+  // Every aggregation mode (the shipped one is seq-mean-token-mean) with both losses: a skipped row must still count in
+  // the mini-batch's denominators (tokens for token-mean, sequences for the seq-mean-* modes).
+  for (const [policyLoss, lossAggMode] of (['vanilla', 'gspo'] as const).flatMap((l) => LOSS_AGG_MODES.map((m) => [l, m] as const))) {
+    it(`${policyLoss} + ${lossAggMode}: rows with advantage 0 are not scored, and the update is the one that scores every row`, async () => {
       const { batch, vocab } = await seededBatch(SEED, { reference: true });
       const B = batch.size, R = batch.tensor('responses').shape[1];
       // GRPO's all-equal groups: rows 3–5 (the second group) get advantage 0 on every token.
       const adv = Float32Array.from(batch.tensor('advantages').data);
       for (let i = 3; i < 6; i++) adv.fill(0, i * R, (i + 1) * R);
       batch.setTensor('advantages', adv, [B, R]);
-      const actor = { policyLoss, useKlLoss: false, entropyCoeff: 0, ppoMicroBatchSize: 1 };
+      const actor = { policyLoss, lossAggMode, useKlLoss: false, entropyCoeff: 0, ppoMicroBatchSize: 1 };
       const all = await update(batch, vocab, { ...actor, skipZeroAdvantageRows: false });
       const skip = await update(batch, vocab, actor);
       assert.equal(all.metrics['actor/micro_batches'], B);

@@ -94,7 +94,12 @@ describe('toy RFT run', () => {
       assert.equal(h['rft/skipped_steps'], h['rft/kept_samples'] === 0 ? 1 : 0);
       assert.equal(h['actor/optimizer_steps'], h['rft/kept_samples'] === 0 ? 0 : 1);
       assert.equal(h['actor/pg_clipfrac'], 0);
-      assert.ok(!('timing/old_log_prob' in h) && !('timing/ref' in h) && !('rollout/logprob_max_abs_diff' in h), 'no old-log-prob or reference forward');
+      assert.ok(!('timing/old_log_prob' in h) && !('timing/ref' in h), 'no old-log-prob or reference forward');
+      // Only the sampler-vs-trainer check's scoring forward, on step 1 and every 10 (rolloutCorrection.checkEvery).
+      const checked = h.step === 1 || h.step % 10 === 0;
+      assert.equal('rollout/logprob_max_abs_diff' in h, checked, `step ${h.step}`);
+      assert.equal('timing/logprob_check' in h, checked, `step ${h.step}`);
+      if (checked) assert.ok(h['rollout/logprob_max_abs_diff'] < 1e-6 && h['rollout/logprob_alarm'] === 0);
     }
     // The NLL of the kept samples falls as the policy concentrates on the rewarded answers.
     const nll = history.filter((h) => h['rft/kept_samples'] > 0).map((h) => h['actor/pg_loss']);

@@ -187,7 +187,11 @@ describe('trainer checkpoints, metrics and variants', () => {
       if (actor?.ppoMiniBatchSize) {
         assert.equal(history[0]['actor/optimizer_steps'], 4); // 2 epochs × 2 mini-batches
         assert.ok('actor/kl_loss' in history[0] && 'actor/entropy_loss' in history[0]);
-        assert.ok(history[1]['actor/ppo_kl'] !== 0 || history[1]['actor/pg_clipfrac'] >= 0);
+        // 2 epochs × 2 mini-batches: every update after the first of a step is off-policy, so the PPO ratio moves.
+        for (const h of history) {
+          assert.ok(h['actor/ppo_kl'] !== 0, `ppo_kl ${h['actor/ppo_kl']}`);
+          assert.ok(h['actor/pg_clipfrac'] >= 0 && h['actor/pg_clipfrac'] <= 1, `clipfrac ${h['actor/pg_clipfrac']}`);
+        }
       }
     }
     const dapo = trainer({
@@ -449,22 +453,29 @@ describe('GRPO that uses its signal', () => {
   });
 });
 
-describe('toy GRPO with the tiny transformer (SFT warm start → GRPO), opt-in: LONGRUN_SLOW_TESTS=1', { skip: !process.env.LONGRUN_SLOW_TESTS }, () => {
-  it('raises validation success from ≤ 0.4 to ≥ 0.7 in 100 steps', async () => {
+describe('toy GRPO with the tiny transformer (SFT warm start → GRPO)', () => {
+  // The transformer learns from GRPO's signal, in every run of the suite: SFT on random answers teaches the call format
+  // only (success ≈ 1/9, one tool of 3 × one argument of 3), then 20 GRPO steps of 4 tasks × 16 samples must make the
+  // right call the habit. Checked by hand (2026-12-07) that the test fails with lr 0 (success stays near 0.1) and with
+  // the policy gradient negated (success falls to 0). About 20 s on two idle cores.
+  it('raises the on-policy success from ≤ 0.25 to ≥ 0.5 in 20 steps', async () => {
     const { createToyTransformerSetup } = await import('../../src/recipes/toy/toy-transformer.ts');
-    const s = await createToyTransformerSetup({ seed: 1, lr: 3e-3 });
+    const s = await createToyTransformerSetup({ seed: 2, lr: 1e-2 });
     const config = parseTrainerConfig({
       data: { trainBatchSize: 4 },
       rollout: { n: 16, maxTurns: 3, maxResponseTokens: 32, maxTokensPerTurn: 8, concurrency: 32 },
-      // KL to the SFT model and DAPO's group filter keep the small model from collapsing onto one answer early.
+      // A k3 KL loss to the SFT model and DAPO's group filter keep the small model from collapsing onto one answer.
       actor: { clipRatioHigh: 0.28, useKlLoss: true, klLossCoef: 0.1 },
-      algorithm: { filterGroups: { enable: true, maxNumGenBatches: 0 } },
-      trainer: { totalSteps: 100, seed: 1, testFreq: 100, valN: 8 },
+      algorithm: { filterGroups: { enable: true, maxNumGenBatches: 10 } },
+      trainer: { totalSteps: 20, seed: 1, testFreq: 0, valBeforeTrain: false },
     });
     const t = new GrpoTrainer({ config, policy: s.policy, engine: s.engine, format: s.format, makeEnv: s.makeEnv, trainTasks: s.taskIds, padId: s.padId });
-    const { validations, history } = await t.fit();
-    assert.ok(validations[0]['val/success'] <= 0.4, `initial ${validations[0]['val/success']}`);
-    assert.ok(validations.at(-1)!['val/success'] >= 0.7, `final ${validations.at(-1)!['val/success']}`);
+    const { history } = await t.fit();
+    const success = history.map((h) => h['success/mean']);
+    const last5 = success.slice(-5).reduce((a, b) => a + b, 0) / 5;
+    const curve = success.map((x) => x.toFixed(2)).join(' ');
+    assert.ok(success[0] <= 0.25, `the SFT start does not know the answers: step 1 success ${success[0]} (${curve})`);
+    assert.ok(last5 >= 0.5 && last5 >= success[0] + 0.3, `steps 16–20 success ${last5.toFixed(3)} (${curve})`);
     assert.ok(history.every((h) => h['rollout/logprob_max_abs_diff'] < 1e-3));
   });
 });

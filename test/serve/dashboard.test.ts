@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -12,9 +12,8 @@ import { dashboardScreenshot } from '../../src/serve/dashboard/screenshot.ts';
 import { discoverRun } from '../../src/serve/dashboard/run-files.ts';
 import { startDashboard, type DashboardHandle } from '../../src/serve/dashboard/server.ts';
 import { api } from './helpers.ts';
+import { requireChromium, SKIP_WITHOUT_CHROMIUM } from '../helpers/chromium.ts';
 
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-const NO_CHROMIUM = CHROMIUM ? false : 'Debian chromium is not installed (apt-get install chromium)';
 const run = promisify(execFile);
 
 type Row = Record<string, any>;
@@ -148,9 +147,10 @@ describe('longrun dashboard: a hand-made folder', () => {
     assert.equal((await api(h.url, 'POST', '/api/run', {})).status, 405);
   });
 
-  it('renders it in headless Chromium with data shown as text, never as markup', { skip: NO_CHROMIUM }, async () => {
+  it('renders it in headless Chromium with data shown as text, never as markup', { skip: SKIP_WITHOUT_CHROMIUM }, async () => {
+    const executablePath = requireChromium();
     const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
     try {
       const { page, errors } = await openPage(browser, h.url);
       assert.equal(await page.locator('#heldout tbody td.empty').count(), 1, 'no held-out measurement in this folder');
@@ -192,12 +192,13 @@ async function heldOutRow(page: Page, selector: string): Promise<string[]> {
   return page.locator(`#heldout tbody tr${selector} td`).allTextContents();
 }
 
-describe('longrun dashboard on the folders our own commands write', { skip: NO_CHROMIUM }, () => {
+describe('longrun dashboard on the folders our own commands write', { skip: SKIP_WITHOUT_CHROMIUM }, () => {
   let root: string;
   let demo: string;
   let evalDir: string;
   let browser: Browser;
   before(async () => {
+    requireChromium();
     root = mkdtempSync(join(tmpdir(), 'longrun-dash-e2e-'));
     demo = join(root, 'demo');
     evalDir = join(root, 'eval');
@@ -207,7 +208,7 @@ describe('longrun dashboard on the folders our own commands write', { skip: NO_C
     await cli('model', 'settings', '--checkpoint', join(demo, 'grpo', checkpointDirName(Number(latest)), 'policy', 'model'), '--from-run', join(demo, 'run.yaml'), '--out', join(root, 'model'));
     await cli('eval', '--agent', 'checkpoint', '--checkpoint', join(root, 'model'), '--tasks', join(demo, 'data', 'validation', 'tasks.json'), '--user', 'scripted', '--trials', '2', '--out', evalDir);
     const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    browser = await chromium.launch({ executablePath: requireChromium(), args: ['--no-sandbox'] });
   }, { timeout: 300_000 });
   after(async () => {
     await browser?.close();
@@ -306,7 +307,7 @@ describe('longrun dashboard on the folders our own commands write', { skip: NO_C
 
   it('`longrun dashboard DEMO_OUT --screenshot FILE` writes the loaded page as a PNG', { timeout: 60_000 }, async () => {
     const out = join(root, 'dashboard.png');
-    await dashboardScreenshot({ runDir: demo, out, chromium: CHROMIUM, width: 1000 });
+    await dashboardScreenshot({ runDir: demo, out, chromium: requireChromium(), width: 1000 });
     const png = readFileSync(out);
     assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
     assert.equal(png.readUInt32BE(16), 1000, 'the viewport width');

@@ -142,7 +142,7 @@ export const RetailStreamSchema = z.object({
    * How a step's documents become its rows. Unset: every document is generated for its share of the budget, packed
    * first-fit decreasing, and the fullest rows kept, so the short drills, packed last, are the ones left out (at 60 %
    * identity drills 42–48 % of the kept tokens were identity drills, and 3 of 32 copy drills were kept;
-   * scripts/stream-composition.ts). `fill`: the conversations are packed first (they may pass their share by one
+   * scripts/stream-composition.ts at commit 550649c). `fill`: the conversations are packed first (they may pass their share by one
    * conversation) and the room left in the step's rows is shared among the drills by their shares, one drill document
    * at a time. Unset keeps the data of runs made before this option bit for bit.
    */
@@ -211,6 +211,8 @@ export interface RetailStreamStepStats {
   drillsSkipped: number;
   /** `packing: fill`: the drill tokens placed in the rows, by drill. */
   drillKept?: { identity: number; write: number; copy: number; lookup?: number };
+  /** `packing: fill`: the longest drill document placed, by drill (a drill passes its quota by less than one of its documents). */
+  drillLongest?: { identity: number; write: number; copy: number; lookup?: number };
 }
 
 /** The `n` fullest packed rows, in packing order (first-fit decreasing leaves the short remainders in the last rows). */
@@ -430,7 +432,7 @@ export class RetailStream implements SftSource {
     const quotas = shares.map((sh) => (drillShare > 0 ? (room * sh) / drillShare : 0));
     // A little more than the quota, so that documents which fit nowhere can be replaced by later ones.
     const lists = this.drillDocuments(step, records, lookups, quotas.map((q) => Math.ceil(q * 1.1)), stats);
-    const next = [0, 0, 0, 0], placed = [0, 0, 0, 0];
+    const next = [0, 0, 0, 0], placed = [0, 0, 0, 0], longest = [0, 0, 0, 0];
     for (;;) {
       let pick = -1, lowest = Infinity;
       quotas.forEach((q, i) => {
@@ -446,9 +448,11 @@ export class RetailStream implements SftSource {
       row.length += d.tokens.length;
       docs.push(d);
       placed[pick] += d.tokens.length;
+      longest[pick] = Math.max(longest[pick], d.tokens.length);
     }
     stats.drillTokens = placed.reduce((a, b) => a + b, 0);
     stats.drillKept = { identity: placed[0], write: placed[1], copy: placed[2], ...(this.spec.lookupDrill ? { lookup: placed[3] } : {}) };
+    stats.drillLongest = { identity: longest[0], write: longest[1], copy: longest[2], ...(this.spec.lookupDrill ? { lookup: longest[3] } : {}) };
     stats.generated = stats.conversationTokens + lists.flat().reduce((a, d) => a + d.tokens.length, 0);
     stats.kept = rows.reduce((a, r) => a + r.length, 0);
     this.lastStats = stats;
