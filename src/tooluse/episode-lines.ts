@@ -1,6 +1,6 @@
 /**
- * Per-episode result lines, one an episode: `=== <taskId> (<family>) reward <r> …` (what scripts/probe-heldout.ts
- * prints, and the form the held-out results under docs/results/ are committed in, so that paired comparisons and
+ * Per-episode result lines, one an episode: `=== <taskId> (<family>) reward <r> …` (what `longrun analyze
+ * episode-lines` writes, and the form the held-out results under docs/results/ are committed in, so that paired comparisons and
  * figures outlive the machine whose eval folders they came from). Anything after the reward is free text (trial,
  * how the episode ended). Older printouts have no family (`=== <taskId> reward <r> …`); their family reads as 'task'.
  * Other lines (transcripts) are skipped.

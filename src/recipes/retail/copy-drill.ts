@@ -105,15 +105,15 @@ export function copyDrillDocuments(tokenizer: Tokenizer, options: CopyDrillOptio
 }
 
 /**
- * The SFT settings of a drill stage (`scripts/copy-drill.ts` and a run file's `curriculum`): 16 packed rows of 512
- * tokens per step, constant learning rate 2e-3 after 10 warm-up steps.
+ * The SFT settings of a drill stage (a run file's `curriculum`): 16 packed rows of 512 tokens per step, constant
+ * learning rate 2e-3 after 10 warm-up steps.
  */
 export const DRILL_SFT_DEFAULTS = {
   seed: 0, seqLen: 512, microBatchTokens: 8192, rowsPerStep: 16, lr: 2e-3, warmupSteps: 10, schedule: 'constant', gradClip: 1,
   checkpointEvery: 50, keepCheckpoints: 10,
 } as const;
 
-/** The drill corpus of a stage: `scripts/copy-drill.ts` and the curriculum's defaults. */
+/** The drill corpus of a stage: the curriculum's defaults. */
 export const DRILL_CORPUS = { documents: 40000, seed: 1 } as const;
 
 export interface CopyCurriculumSpec {

@@ -6,7 +6,7 @@
  * pick by what precedes them in a list. The retail identity check needs more: the first token of a name or email is
  * found by what it means ("the email the user just gave") and written in another surface form — ` Evelyn` in the
  * user's sentence becomes `"first_name":"Evelyn"` in the call, and the user id comes back in a tool result to be
- * copied into the next call. Measured on held-out expert conversations (scripts/copy-nll.ts), the first token of
+ * copied into the next call. Measured on held-out expert conversations (scripts/copy-nll.ts at commit 550649c), the first token of
  * every name costs ≈ 3–4 nats (a guess among the ~50 names) while the tokens after it cost ≈ 0.03.
  *
  * Each drill conversation takes its opening (greeting, the customer's request, the agent's identity question) from

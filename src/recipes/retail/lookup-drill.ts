@@ -3,7 +3,7 @@
  *
  * The copy drill (copy-drill.ts) lists ids in plain text, and a model trained on it copies 7–10-digit ids from such a
  * list. In retail conversations the same model gets the seventh digit of an order id wrong when it copies it from the
- * `get_user_details` result 40–70 tokens back (scripts/copy-nll.ts, `orderIdDigitNll`): the first six digits cost
+ * `get_user_details` result 40–70 tokens back (`orderIdDigitNll` of scripts/copy-nll.ts at commit 550649c): the first six digits cost
  * ≈ 0.001 nats and the seventh ≈ 0.5, and product ids (10 digits) fare the same. Each conversation has one or two such
  * copies; this drill has a dozen.
  *

@@ -172,7 +172,7 @@ const NOTE_OPEN = '<|channel|>analysis<|message|>', MESSAGE_END = '<|end|>';
  * Which id of a note starts at `at` in rendered harmony text `text`, or undefined when `at` is not the start of a note's
  * id: `product` or `item` in an item's text (`itemNote`), `variant` for the new item id after a proposal note's ` -> `
  * (`variantNote`, `walkNote`), `walk` for the two ids of a variant entry the walk repeats (`variantEntries`).
- * Diagnostics use it to score the copies the notes are for (scripts/copy-nll.ts, scripts/recall-nll.ts).
+ * Diagnostics use it to score the copies the notes are for (scripts/copy-nll.ts and scripts/recall-nll.ts at commit 550649c).
  */
 export function noteIdKind(text: string, at: number): 'product' | 'item' | 'variant' | 'walk' | undefined {
   const open = text.lastIndexOf(NOTE_OPEN, at - 1);
