@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'build/', '.tmp/', 'runs/', '.venv/', '.venv-*/', 'models/', 'assembly/', 'bench/results/', 'clients/', 'docs/'] },
+  { ignores: ['node_modules/', 'build/', 'dist/', '.tmp/', 'runs/', '.venv/', '.venv-*/', 'models/', 'assembly/', 'bench/results/', 'clients/', 'docs/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

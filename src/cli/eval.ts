@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { runEval, type EvalSummary } from '../serve/eval/runner.ts';
 import { AGENT_KINDS, buildEval, USER_KINDS, type EvalCliOptions } from '../serve/eval/setup.ts';
 import { FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
 import { CHECKPOINT_ENGINES, type CheckpointEngine, withCheckpointAgent, type CheckpointAgentSettings } from '../serve/eval/checkpoint-agent.ts';
+import { evalRunFileEnv, formatEnvEvalSummary } from '../serve/eval/env-eval.ts';
+import { readConfigFile } from '../recipes/config-file.ts';
+import { parseStagesRunFile } from '../recipes/train-setup.ts';
+import { evalFolderProposalTable, formatFamilyProposalTable } from '../recipes/retail/proposals.ts';
 import { agentPrompt, describePolicy, MODEL_SETTINGS_FILE, policySettingFromFlag, readModelSettings, toolsInStyle, type ModelSettings, type PolicySetting } from '../recipes/model-settings.ts';
 
 function int(name: string, min: number) {
@@ -51,7 +55,47 @@ export type EvalCommandOptions = EvalCliOptions & {
   saveTokens?: boolean;
   /** --agent checkpoint: sample in this process (default) or through the loopback model server. */
   engine?: CheckpointEngine;
+  /** --agent checkpoint: serve the checkpoint with its attention sinks ignored (ModelOptions.sinks 'ignore'; the sinks ablation). */
+  ignoreSinks?: boolean;
+  /** A run file: evaluate --checkpoint on its env (an env defined with defineEnv, or retail-synth's validation set). */
+  config?: string;
+  /** With --config: an eval folder of the same tasks, or a model folder to evaluate the same way. */
+  baseline?: string;
 };
+
+/** The flags `--config` takes; the others describe a τ² retail evaluation. */
+const CONFIG_FLAGS = new Set<string>(['config', 'checkpoint', 'split', 'trials', 'baseline', 'out', 'seed', 'concurrency', 'tokenizer', 'chatFormat', 'temperature', 'maxTurns', 'maxResponseTokens', 'maxTokens', 'saveTokens', 'progress']);
+
+/**
+ * `longrun eval --config RUN --checkpoint DIR`: the checkpoint on the run's env. An env defined with defineEnv is played
+ * by env-eval.ts; a retail-synth run by the τ² retail evaluation on its validation task set with the scripted user.
+ */
+export async function evalConfigCommand(opts: EvalCommandOptions, explicit: ExplicitFlags, print: (line: string) => void = console.log): Promise<number> {
+  const config = opts.config!;
+  const given = (Object.keys(opts) as (keyof EvalCommandOptions)[]).filter((k) => explicit(k) && !CONFIG_FLAGS.has(k));
+  if (given.length) throw new Error(`${given.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} ${given.length > 1 ? 'apply' : 'applies'} to a τ² retail evaluation, not to --config (the run file names the env, its user and its reward)`);
+  if (!opts.checkpoint) throw new Error('--config needs --checkpoint DIR (the model to evaluate)');
+  const { run } = parseStagesRunFile(readConfigFile(config, '--config'));
+  const out = opts.out ?? join('runs', 'eval', basename(resolve(opts.checkpoint)));
+  if (run.env === undefined) {
+    if (run.task !== 'retail-synth') throw new Error(`--config ${config}: eval --config takes runs on an env defined with defineEnv (env:) or retail-synth runs; this run's task is ${run.task} (evaluate it with --task-set / --tasks)`);
+    if (opts.baseline !== undefined) throw new Error('--baseline applies to runs on an env defined with defineEnv; compare retail eval folders with `longrun analyze compare`');
+    const dir = run.taskOptions.valDir ?? run.taskOptions.dataDir;
+    if (!dir) throw new Error(`--config ${config}: taskOptions names no valDir or dataDir to evaluate on`);
+    if (explicit('split')) throw new Error('--split applies to runs on an env defined with defineEnv (a retail-synth task set is one split)');
+    print(`retail-synth run: the scripted user on ${join(dir, 'tasks.json')}`);
+    const retail: EvalCommandOptions = { ...opts, config: undefined, out, agent: 'checkpoint', tasks: join(dir, 'tasks.json'), user: 'scripted' };
+    return evalCommand(retail, (k) => explicit(k) || k === 'tasks');
+  }
+  const summary = await evalRunFileEnv({
+    config, checkpoint: opts.checkpoint, out, split: opts.split, trials: opts.trials, seed: opts.seed, concurrency: opts.concurrency,
+    baseline: opts.baseline, tokenizer: opts.tokenizer, chatFormat: opts.chatFormat, temperature: opts.temperature, maxTurns: opts.maxTurns,
+    maxResponseTokens: opts.maxResponseTokens, maxTokens: opts.maxTokens, saveTokens: opts.saveTokens,
+    onEpisode: opts.progress ? (r, p) => console.error(`[${p.done}/${p.total}] task ${r.taskId} trial ${r.trial}: ${r.status === 'ok' ? `reward ${r.reward} (${r.terminationReason})` : `error: ${r.error}`}`) : undefined,
+  });
+  print(formatEnvEvalSummary(summary));
+  return summary.eval.complete ? 0 : 2;
+}
 
 /** Which option keys the command line gave (the rest are commander defaults or absent). */
 export type ExplicitFlags = (key: keyof EvalCommandOptions) => boolean;
@@ -61,7 +105,7 @@ export type ExplicitFlags = (key: keyof EvalCommandOptions) => boolean;
  * explicit flags winning; `lines` says which settings came from where. Returns the options with the agent settings.
  */
 export function resolveCheckpointOptions(opts: EvalCommandOptions, explicit: ExplicitFlags): { options: EvalCommandOptions & { checkpointAgent?: CheckpointAgentSettings }; lines: string[] } {
-  const only = ['policy', 'tools', 'maxTurns', 'maxResponseTokens', 'saveTokens'] as const;
+  const only = ['policy', 'tools', 'maxTurns', 'maxResponseTokens', 'saveTokens', 'ignoreSinks'] as const;
   if (opts.agent !== 'checkpoint') {
     const given = only.filter((k) => explicit(k));
     if (given.length) throw new Error(`${given.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} apply to --agent checkpoint only`);
@@ -130,6 +174,8 @@ export function resolveCheckpointOptions(opts: EvalCommandOptions, explicit: Exp
     maxResponseTokens: o.maxResponseTokens ?? null,
     maxTokensPerTurn: o.maxTokens ?? null,
     onParseError: s.onParseError ?? 'send-text',
+    // recorded only when set, so that earlier eval folders keep their identity
+    ...(o.ignoreSinks ? { sinks: 'ignore' } : {}),
   };
   const lines: string[] = [];
   if (found) lines.push(`settings from ${found.file}: ${fromFile.length ? fromFile.join(', ') : 'none used'}${fromFlags.length ? `; overridden by flags: ${fromFlags.join(', ')}` : ''}`);
@@ -168,6 +214,12 @@ async function runEvalCommand(opts: EvalCommandOptions): Promise<number> {
   });
   bar?.stop();
   console.log(formatSummary(summary));
+  // The scripted customer says no to every proposal that is not its request: beside mean@1, the successes that needed
+  // no second proposal (src/recipes/retail/proposals.ts), over every finished episode of the folder.
+  if (opts.user === 'scripted' && summary.finished > 0) {
+    console.log('by family: mean@1 and first-proposal success (a success with no proposal turned down); ± is the standard error over tasks');
+    console.log(formatFamilyProposalTable(evalFolderProposalTable(opts.out)));
+  }
   console.log(`results: ${opts.out}/results.json, trajectories: ${opts.out}/trajectories.jsonl`);
   return summary.complete ? 0 : 2;
 }
@@ -175,8 +227,10 @@ async function runEvalCommand(opts: EvalCommandOptions): Promise<number> {
 export function register(program: Command): void {
   program
     .command('eval')
-    .description('evaluate an agent on τ² retail (or generated tasks): k trials per task, pass^k, resumable')
-    .requiredOption('--out <dir>', 'output folder (results.json, trajectories.jsonl); re-running with it resumes')
+    .description("evaluate an agent on τ² retail (or generated tasks), or a checkpoint on a run file's env (--config): k trials per task, pass^k, resumable")
+    .option('--out <dir>', 'output folder (results.json, trajectories.jsonl); re-running with it resumes (required but with --config)')
+    .option('--config <run-file>', "with --checkpoint: evaluate the checkpoint on the run file's env (an env module of yours, or retail-synth's validation tasks)")
+    .option('--baseline <dir>', 'with --config: an eval folder of the same tasks, or a model folder evaluated the same way; prints the paired difference')
     .option('--agent <kind>', `agent: ${AGENT_KINDS.join(' | ')} | checkpoint`, 'openai')
     .option('--checkpoint <dir>', 'with --agent checkpoint: a gpt-oss checkpoint served on loopback for the run')
     .option('--tokenizer <name|file>', 'with --agent checkpoint: o200k_harmony or a BPE file (default <checkpoint>/tokenizer.json)')
@@ -187,6 +241,7 @@ export function register(program: Command): void {
     .option('--max-response-tokens <n>', "with --agent checkpoint: token budget after the prompt (default: the model's context)", int('--max-response-tokens', 1))
     .option('--engine <where>', `with --agent checkpoint: ${CHECKPOINT_ENGINES.join(' | ')} (in-process keeps each episode's KV cache across turns; server goes through /v1/completions like an external model; the same tokens either way)`, 'in-process')
     .option('--save-tokens', "with --agent checkpoint: keep each episode's prompt and response token ids in trajectories.jsonl")
+    .option('--ignore-sinks', "with --agent checkpoint (in-process): attention ignores the model's sink logits (as −∞), as an engine that drops them would serve it (the sinks ablation)")
     .option('--base-url <url>', 'OpenAI-compatible base URL of the agent model (e.g. http://127.0.0.1:8000/v1); key from OPENAI_API_KEY')
     .option('--model <name>', 'agent model name')
     .option('--temperature <t>', "sampling temperature for every LLM (default 0, as τ²; --agent checkpoint: the model's longrun.json)", num('--temperature'))
@@ -211,6 +266,7 @@ export function register(program: Command): void {
     .option('--max-retries <n>', 'retries on 429/5xx/timeouts (exponential backoff with jitter)', int('--max-retries', 0), 4)
     .option('--max-steps <n>', 'episode step limit (τ² CLI: 200)', int('--max-steps', 1), 200)
     .option('--max-errors <n>', 'tool errors before the episode ends', int('--max-errors', 1), 10)
+    .option('--max-refusals <n>', 'with --user scripted: proposals the customer turns down before it leaves (default: never leaves; 1 = the impatient customer, whom a wrong proposal loses)', int('--max-refusals', 1))
     .option('--seed <n>', 'run seed (per-episode seeds derive from it)', int('--seed', 0), 300)
     .option('--no-progress', 'no progress output')
     .addHelpText('after', [
@@ -221,6 +277,13 @@ export function register(program: Command): void {
       'command line win, and the run prints which settings came from the file.',
     ].join('\n'))
     .action(async (opts: EvalCommandOptions, cmd: Command) => {
-      process.exitCode = await evalCommand(opts, (k) => cmd.getOptionValueSource(k) === 'cli');
+      const explicit: ExplicitFlags = (k) => cmd.getOptionValueSource(k) === 'cli';
+      if (opts.config !== undefined) {
+        process.exitCode = await evalConfigCommand(opts, explicit);
+        return;
+      }
+      if (opts.baseline !== undefined) throw new Error('--baseline applies to --config');
+      if (opts.out === undefined) throw new Error("required option '--out <dir>' not specified");
+      process.exitCode = await evalCommand(opts, explicit);
     });
 }

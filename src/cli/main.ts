@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { register as analyze } from './analyze.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as demo } from './demo.ts';
 import { register as env } from './env.ts';
@@ -19,7 +20,7 @@ program
   .version('0.1.0')
   .showHelpAfterError();
 
-for (const reg of [tau2, env, gen, rollout, model, sft, train, plot, evalCmd, serve, dashboard, demo]) reg(program);
+for (const reg of [tau2, env, gen, rollout, model, sft, train, plot, evalCmd, analyze, serve, dashboard, demo]) reg(program);
 
 try {
   await program.parseAsync(process.argv);

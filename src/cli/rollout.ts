@@ -3,6 +3,10 @@
  * episode (messages, tool calls, reward breakdown), then prints mean reward, success rate and pass^k.
  * `--mistake-rate r [--mistake-kinds a,b]` makes the expert an imperfect demonstrator; each line then lists the
  * mistakes made (`mistakes`, `mistakeOpportunities`).
+ *
+ * `--env MODULE_OR_ID` instead plays an env defined with `defineEnv` (a module of yours, or the id of one): its
+ * `demonstrator`'s scripted turns on every task of `--split`, `--trials` times, through the env's own tools, user and
+ * reward (`demonstrationEpisodes`), one JSON line per episode in the format `longrun sft --data` reads.
  */
 import { createWriteStream } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -11,11 +15,16 @@ import type { Command } from 'commander';
 import { MISTAKE_KINDS, parseMistakeKinds, type MistakeKind } from '../domains/retail/synth/expert-mistakes.ts';
 import { AGENT_NAMES, makeAgent, makeUser, runRollouts, USER_NAMES, type RolloutSummary } from '../domains/retail/synth/rollouts.ts';
 import { readTaskSet } from '../domains/retail/synth/taskset.ts';
+import { demonstrationEpisodes, writeTrajectoriesJsonl, type DemonstrationRecord } from '../tooluse/api/index.ts';
+import { meanStdErr } from '../tooluse/metrics.ts';
+import { resolveEnvDefinition } from './env-arg.ts';
 
 interface RolloutOpts {
   agent: string;
   user: string;
-  tasks: string;
+  tasks?: string;
+  env?: string;
+  split: string;
   out: string;
   trials: number;
   seed: number;
@@ -67,13 +76,63 @@ export function formatSummary(s: RolloutSummary): string {
   return lines.join('\n');
 }
 
+/** Mean reward of the episodes with its standard error over tasks (each task's trials averaged first). */
+function perTaskMean(records: readonly { taskId: string; reward: number }[]): { mean: number; stdErr: number; tasks: number } {
+  const byTask = new Map<string, number[]>();
+  for (const r of records) byTask.set(r.taskId, [...(byTask.get(r.taskId) ?? []), r.reward]);
+  const means = [...byTask.values()].map((xs) => xs.reduce((a, b) => a + b, 0) / xs.length);
+  return { ...meanStdErr(means), tasks: means.length };
+}
+
+export function formatDemoSummary(envId: string, split: string, records: readonly DemonstrationRecord[]): string {
+  if (records.length === 0) return `env ${envId}, split ${split}: no episodes`;
+  const all = perTaskMean(records);
+  const terminations: Record<string, number> = {};
+  for (const r of records) terminations[r.terminationReason] = (terminations[r.terminationReason] ?? 0) + 1;
+  const lines = [
+    `env ${envId}, split ${split}: ${records.length} demonstrator episodes over ${all.tasks} tasks`,
+    `mean reward ${all.mean.toFixed(4)} ± ${all.stdErr.toFixed(4)} (standard error over tasks)`,
+    `terminations ${Object.entries(terminations).map(([k, v]) => `${k}=${v}`).join(', ')}`,
+  ];
+  const families = [...new Set(records.map((r) => r.family).filter((f): f is string => f !== undefined))].sort();
+  if (families.length) {
+    lines.push('mean reward by family: ' + families.map((f) => {
+      const m = perTaskMean(records.filter((r) => r.family === f));
+      return `${f} ${m.mean.toFixed(4)} (${m.tasks} tasks)`;
+    }).join(', '));
+  }
+  return lines.join('\n');
+}
+
+/** `longrun rollout --env`: the env's demonstrator on a split, written as SFT trajectories. */
+export async function rolloutEnvCommand(o: { env: string; split: string; trials: number; seed: number; limit?: number; out: string }, print: (line: string) => void = console.log): Promise<DemonstrationRecord[]> {
+  const def = await resolveEnvDefinition(o.env, 'rollout --env');
+  if (!def.spec.demonstrator) throw new Error(`rollout --env ${o.env}: env ${def.id} has no demonstrator (give defineEnv a demonstrator: (task) => turns) to record SFT trajectories from`);
+  let envErrors = 0;
+  const records = await demonstrationEpisodes(def, o.split, o.trials, {
+    seed: o.seed,
+    maxTasks: o.limit,
+    onEnvError: (taskId, trial, error) => {
+      envErrors++;
+      console.error(`task ${taskId} trial ${trial}: env error, episode left out: ${error.message}`);
+    },
+  });
+  writeTrajectoriesJsonl(o.out, records);
+  print(formatDemoSummary(def.id, o.split, records));
+  if (envErrors) print(`${envErrors} episode(s) ended in an env error and were left out`);
+  print(`trajectories written to ${o.out}`);
+  return records;
+}
+
 export function register(program: Command): void {
   program
     .command('rollout')
-    .description('play a synthetic retail task set (from `longrun gen tasks`) and write trajectories as JSONL')
+    .description("play a synthetic retail task set (from `longrun gen tasks`), or an env module's demonstrator (--env), and write trajectories as JSONL")
     .option('--agent <name>', `agent: ${AGENT_NAMES.join(' | ')}`, 'expert')
     .option('--user <name>', `user simulator: ${USER_NAMES.join(' | ')}`, 'scripted')
-    .requiredOption('--tasks <path>', 'task-set folder (or its tasks.json)')
+    .option('--tasks <path>', 'task-set folder (or its tasks.json)')
+    .option('--env <module-or-id>', "an env defined with defineEnv: a module (.ts, .mjs, .js; path:export picks an export) or its id; plays the env's demonstrator")
+    .option('--split <name>', 'with --env: the task split', 'train')
     .requiredOption('--out <file>', 'output JSONL file')
     .option('--trials <k>', 'episodes per task (pass^k is reported for k = 1..trials)', int('trials', 1), 1)
     .option('--seed <n>', 'seed for per-episode seeds', int('seed', 0), 0)
@@ -82,12 +141,21 @@ export function register(program: Command): void {
     .option('--mistake-rate <r>', 'expert only: probability of a mistake at each decision point where one applies, in [0, 1]', mistakeRate)
     .option('--mistake-kinds <list>', `expert only: comma-separated mistake kinds (default all: ${MISTAKE_KINDS.join(', ')})`, mistakeKinds)
     .option('--no-progress', 'no progress bar')
-    .action(async (o: RolloutOpts) => {
+    .action(async (o: RolloutOpts, cmd: Command) => {
+      if ((o.env === undefined) === (o.tasks === undefined)) throw new Error('rollout: give --tasks (a synthetic retail task set) or --env (an env module or id), not both or neither');
+      if (o.env !== undefined) {
+        const retailOnly = (['agent', 'user', 'maxSteps', 'mistakeRate', 'mistakeKinds'] as const).filter((k) => cmd.getOptionValueSource(k) === 'cli');
+        if (retailOnly.length) throw new Error(`${retailOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')} ${retailOnly.length > 1 ? 'apply' : 'applies'} to --tasks only; --env plays the env's own demonstrator, user and turn limit`);
+        await rolloutEnvCommand({ env: o.env, split: o.split, trials: o.trials, seed: o.seed, limit: o.limit, out: o.out });
+        return;
+      }
+      if (cmd.getOptionValueSource('split') === 'cli') throw new Error('--split applies to --env only (a task-set folder is one split)');
       if (o.mistakeKinds !== undefined && o.mistakeRate === undefined) throw new Error('--mistake-kinds needs --mistake-rate');
       if (o.mistakeRate !== undefined && o.agent !== 'expert') throw new Error(`--mistake-rate applies to --agent expert only, not '${o.agent}'`);
       const agent = makeAgent(o.agent, { mistakeRate: o.mistakeRate, mistakeKinds: o.mistakeKinds });
       const user = makeUser(o.user);
-      const dir = basename(o.tasks) === 'tasks.json' ? dirname(o.tasks) : o.tasks;
+      const tasksPath = o.tasks!;
+      const dir = basename(tasksPath) === 'tasks.json' ? dirname(tasksPath) : tasksPath;
       const set = readTaskSet(dir);
       const tasks = o.limit ? set.tasks.slice(0, o.limit) : set.tasks;
       const out = createWriteStream(o.out);

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import type { GptOssModel } from '../model/model.ts';
 import type { TrainingBackend } from '../rl/backend.ts';
+import { createCritic } from '../rl/critic.ts';
 import { GptOssPolicy } from '../rl/model-policy.ts';
 import { SFT_BACKEND_STATE_DIR } from '../rl/sft-backend.ts';
 import { listCheckpoints } from '../rl/sft-checkpoint.ts';
@@ -174,7 +175,9 @@ async function runStages(run: RunFile, config: TrainerConfig | null, built: Buil
   const t = config.trainer;
   if (t.episodesFile === undefined && (t.metricsFile ?? t.checkpointDir) !== undefined) t.episodesFile = join(t.metricsFile ? dirname(t.metricsFile) : t.checkpointDir!, 'episodes.jsonl');
   for (const f of [t.metricsFile, t.episodesFile, t.checkpointDir && join(t.checkpointDir, 'x')]) if (f) mkdirSync(dirname(f), { recursive: true });
-  const trainer = new GrpoTrainer({ ...built.deps, config, log: print });
+  // PPO with a critic (algorithm.advEstimator gae): the value head on the policy, or a separate small model.
+  const critic = config.critic && createCritic(config.critic, { policy: built.deps.policy, vocabSize: built.tokenizer.vocabSize, like: built.model?.config });
+  const trainer = new GrpoTrainer({ ...built.deps, config, log: print, ...(critic ? { critic } : {}) });
   const { history, validations } = await trainer.fit();
   const last = history.at(-1);
   if (config.trainer.checkpointDir) writeFileSync(join(config.trainer.checkpointDir, 'summary.json'), JSON.stringify({ steps: trainer.step, last, validations }, null, 2));

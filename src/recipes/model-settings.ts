@@ -19,6 +19,10 @@
  * - Sampling and the agent-loop limits (src/rollout/agent-loop.ts) the model card's numbers were measured with; the env
  *   greets first with τ²'s greeting, as in training.
  *
+ * - `env`: for a run on an env defined with defineEnv (the run file's `env:` section): the module (or id) it names.
+ *   The system prompt is then the env's own instructions and its tools, so there is no `policy`; `toolSet` and `user`
+ *   describe the retail envs only.
+ *
  * Written by `longrun model settings --checkpoint DIR --from-run RUN.yaml` (settingsFromRun): the same system prompt
  * and tool style `buildRun` gives the in-process rollouts of that run file.
  */
@@ -46,7 +50,10 @@ export const ModelSettingsSchema = z.object({
   version: z.literal(MODEL_SETTINGS_VERSION),
   chatFormat: z.enum(['harmony', 'hermes']),
   tokenizer: z.string().min(1).default('tokenizer.json'),
-  policy: PolicySettingSchema,
+  /** Retail runs: the policy text in τ²'s agent prompt. Absent for a run on a defined env (its instructions are the prompt). */
+  policy: PolicySettingSchema.optional(),
+  /** A run on an env defined with defineEnv: the module (as the run file names it, relative to the working folder) or id. */
+  env: z.object({ module: z.string().min(1).optional(), id: z.string().min(1).optional(), export: z.string().min(1).optional() }).strict().optional(),
   tools: z.enum(['full', 'compact']),
   toolSet: z.enum(['v1', 'v0']).default('v1'),
   user: z.enum(['scripted', 'ticket', 'llm']).default('scripted'),
@@ -62,7 +69,7 @@ export const ModelSettingsSchema = z.object({
   onParseError: z.enum(['send-text', 'terminate']).default('send-text'),
   /** Where the settings came from (informational). */
   source: z.object({ runFile: z.string().optional() }).strict().optional(),
-}).strict();
+}).strict().refine((s) => s.policy !== undefined || s.env !== undefined, { message: 'policy is required (compact, tau2 or { text }) unless the settings are for a run on a defined env (env)', path: ['policy'] });
 
 export type ModelSettings = z.infer<typeof ModelSettingsSchema>;
 export type ModelSettingsInput = z.input<typeof ModelSettingsSchema>;
@@ -153,16 +160,21 @@ function portablePath(path: string): string {
 }
 
 /**
- * The settings of a `retail-synth` run file: the chat format and tool style of its policy and task options, the policy
- * text its training task set carries (what `buildRun` puts in the system prompt), the GRPO section's rollout limits
- * and validation temperature. A run file without a GRPO section (a pretraining run) needs the limits as overrides.
+ * The settings of a `retail-synth` run file, or of a run on an env defined with defineEnv (`env:`): the chat format
+ * and tool style of its policy and task options, the policy text its training task set carries (what `buildRun` puts
+ * in the system prompt; a defined env: its own instructions, so the settings name the env instead), the GRPO
+ * section's rollout limits and validation temperature. A run file without a GRPO section (a pretraining run) needs
+ * the limits as overrides.
  */
 export function settingsFromRun(raw: unknown, options: { runFile?: string; overrides?: SettingsOverrides } = {}): ModelSettings {
   const { run, trainer } = parseStagesRunFile(raw);
   const where = options.runFile ?? 'the run file';
-  if (run.task !== 'retail-synth') throw new Error(`${where}: model settings are written for task retail-synth runs (the scripted-user synthetic tasks); this run's task is ${run.task}`);
+  if (run.env === undefined && run.task !== 'retail-synth') throw new Error(`${where}: model settings are written for runs on an env defined with defineEnv (env:) and task retail-synth runs (the scripted-user synthetic tasks); this run's task is ${run.task}`);
   const o = options.overrides ?? {};
-  const policy = runPolicy(run.taskOptions.dataDir, run.prepare, where);
+  const e = run.env;
+  const promptSource = e !== undefined
+    ? { env: { ...(e.module !== undefined ? { module: portablePath(e.module) } : {}), ...(e.id !== undefined ? { id: e.id } : {}), ...(e.export !== undefined ? { export: e.export } : {}) } }
+    : { policy: runPolicy(run.taskOptions.dataDir, run.prepare, where) };
   const rollout = trainer?.rollout;
   const maxTurns = o.maxTurns ?? rollout?.maxTurns;
   const maxResponseTokens = o.maxResponseTokens ?? rollout?.maxResponseTokens;
@@ -176,7 +188,7 @@ export function settingsFromRun(raw: unknown, options: { runFile?: string; overr
     version: MODEL_SETTINGS_VERSION,
     chatFormat: run.policy.format,
     tokenizer,
-    policy,
+    ...promptSource,
     tools: run.taskOptions.tools,
     toolSet: 'v1',
     user: 'scripted',
@@ -269,7 +281,8 @@ export function shipModelSettings(o: ShipOptions): { dir: string; file: string; 
     }
   }
   const written = writeModelSettings(dir, settings);
-  log.push(`wrote ${written.file}: chat format ${settings.chatFormat}, policy ${describePolicy(settings.policy)}, tools ${settings.tools}, temperature ${settings.temperature}, ` +
+  const prompt = settings.policy !== undefined ? `policy ${describePolicy(settings.policy)}` : `the instructions of env ${settings.env?.id ?? settings.env?.module}`;
+  log.push(`wrote ${written.file}: chat format ${settings.chatFormat}, ${prompt}, tools ${settings.tools}, temperature ${settings.temperature}, ` +
     `max turns ${settings.maxTurns}, max response tokens ${settings.maxResponseTokens}${settings.maxTokensPerTurn !== undefined ? `, max tokens per turn ${settings.maxTokensPerTurn}` : ''}, max steps ${settings.maxSteps}`);
   return { dir, file: written.file, settings, log };
 }

@@ -3,6 +3,10 @@
  *
  * ```yaml
  * task: toy                      # toy | retail-v0 | retail-v1 (τ² retail, TicketUser) | retail-synth (scripted user)
+ * env: { module: ./my-env.ts, export: myEnv, options: {...}, split: train, valSplit: val, maxTasks: 32 }
+ *   # instead of task: an env defined with defineEnv (src/tooluse/api/): a module (.ts, .mts, .js, .mjs; the path is
+ *   # relative to the working directory, like every path of a run file; options go to an export that is a function)
+ *   # or the id of one registered before (`id:`)
  * taskOptions: { dataDir: ../shared/tau2/retail, split: base, valSplit: test, maxTasks: 32 }
  *   # retail-synth: dataDir = a task-set folder from `longrun gen tasks` (training), valDir = another (validation)
  * prepare: { dir, seed, tasks: {...}, expert: {...}, tokenizer: {...} }   # optional data stage, see prepare.ts
@@ -19,6 +23,8 @@
  *   # optional: the policy's weights live and train on a Tinker-compatible service (docs/tinker.md); SFT and GRPO
  * sft: { data: trajectories.jsonl, outDir: out/sft, config: { ... SftConfig } }   # optional stage before GRPO
  * grpo: { ... TrainerConfig, see config.ts }
+ * rollout: { command: node my-agent.mjs, tasks: tasks.json, timeoutMs: 120000, reward: program }   # with task: program or env:
+ *   # agent programs through the trajectory gateway are the rollouts (src/rollout/program-sampler.ts, docs/agent-programs.md)
  * ```
  */
 import { DRILL_CORPUS } from './retail/copy-drill.ts';
@@ -46,9 +52,27 @@ import type { Policy } from '../rl/policy.ts';
 import { TinkerBackend } from '../rl/tinker/backend.ts';
 import type { TrainerDeps } from '../rl/trainer.ts';
 import { createToySetup } from './toy/toy-task.ts';
+import { ProgramRolloutSection, startProgramRollouts } from '../rollout/program-sampler.ts';
 
 export const RunFileSchema = z.object({
-  task: z.enum(['toy', 'retail-v0', 'retail-v1', 'retail-synth']),
+  /** `program`: agent programs run through the trajectory gateway are the rollouts (the `rollout:` section). */
+  task: z.enum(['toy', 'retail-v0', 'retail-v1', 'retail-synth', 'program']).optional(),
+  /** Instead of `task`: an env defined with the environment API (src/tooluse/api/), from a module or by id. */
+  env: z.object({
+    /** A .ts, .mts, .js or .mjs module, relative to the working directory. */
+    module: z.string().min(1).optional(),
+    /** A defined env's id (registered before, or by `module`, which then may register several). */
+    id: z.string().min(1).optional(),
+    /** The module's export (default: its default export, else its one env export). */
+    export: z.string().min(1).optional(),
+    /** Passed to the export when it is a function returning the env. */
+    options: z.record(z.string(), z.unknown()).optional(),
+    split: z.string().default('train'),
+    valSplit: z.string().optional(),
+    /** Use only the first N training tasks. */
+    maxTasks: z.number().int().positive().optional(),
+  }).strict().refine((e) => e.module !== undefined || e.id !== undefined, 'give env.module (a module of yours) or env.id (a defined env)')
+    .refine((e) => e.module !== undefined || (e.export === undefined && e.options === undefined), 'env.export and env.options apply to env.module').optional(),
   taskOptions: z.object({
     dataDir: z.string().optional(),
     split: z.string().default('base'),
@@ -103,7 +127,7 @@ export const RunFileSchema = z.object({
   }).strict().prefault({}),
   /**
    * Where the policy's weights live and train; absent: in process. `type: tinker` is a Tinker-compatible service
-   * (`longrun serve trainer`, the hosted Tinker API; src/rl/tinker/, JSON protocol of the tinker SDK ≤ 0.24.x): the
+   * (`longrun serve trainer`, the hosted Tinker API; src/rl/tinker/, the tinker SDK 0.38 protobuf wire format with a JSON fallback): the
    * GRPO/RFT actor update runs there as forward_backward + optim_step (backend-update.ts), the old log-probs are a
    * forward there, the rollouts sample there, checkpoints are saved there (`tinker-state.json` records the path).
    * The API key comes from the environment (`TINKER_API_KEY`), never from the run file.
@@ -199,6 +223,8 @@ export const RunFileSchema = z.object({
   }).strict().optional(),
   /** The data stage (src/recipes/retail/prepare.ts), run by `longrun train` before everything else. */
   prepare: z.unknown().optional(),
+  /** task program: the agent program run per rollout, its tasks and reward (src/rollout/program-sampler.ts, docs/agent-programs.md). */
+  rollout: ProgramRolloutSection.optional(),
   grpo: z.unknown().optional(),
 }).strict();
 
@@ -208,10 +234,13 @@ export type RunFile = z.infer<typeof RunFileSchema>;
 export function parseStagesRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig | null } {
   const r = RunFileSchema.safeParse(raw);
   if (!r.success) throw new Error(`invalid run config:\n${r.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`).join('\n')}`);
+  if ((r.data.task === undefined) === (r.data.env === undefined)) throw new Error('invalid run config:\n  task: give exactly one of task (a built-in task) and env (an env defined with defineEnv)');
+  if (r.data.env && (raw as Record<string, unknown>).taskOptions !== undefined) throw new Error('invalid run config:\n  taskOptions: applies to task, not env (env takes split, valSplit and maxTasks itself)');
   const sft = r.data.sft;
   if (sft && (sft.data === undefined) === (sft.stream === undefined)) throw new Error('invalid run config:\n  sft: give exactly one of sft.data (a trajectories file) and sft.stream (fresh conversations)');
-  if (sft?.stream !== undefined && r.data.task !== 'retail-synth') throw new Error(`invalid run config:\n  sft.stream: streams retail-synth conversations; task is ${r.data.task}`);
+  if (sft?.stream !== undefined && r.data.task !== 'retail-synth') throw new Error(`invalid run config:\n  sft.stream: streams retail-synth conversations; task is ${r.data.task ?? 'absent (an env run)'}`);
   if (r.data.sft?.stream !== undefined && r.data.grpo === undefined && r.data.sft.config.steps === undefined) throw new Error('invalid run config:\n  sft.config.steps: a streamed SFT stage needs a step count');
+  if (r.data.task === 'program' ? r.data.rollout === undefined : r.data.rollout !== undefined && r.data.env === undefined) throw new Error('invalid run config:\n  rollout: a rollout section (an agent program) goes with task: program or an env: section, and task program needs one');
   const trainer = r.data.grpo === undefined ? null : parseTrainerConfig(r.data.grpo);
   if (r.data.backend) {
     const bad = backendConflicts(r.data, trainer);
@@ -309,8 +338,8 @@ async function policyAndEngine(run: RunFile, vocabSize: number): Promise<PolicyA
 }
 
 /**
- * The folder the policy is loaded from: `policy.checkpoint`, or, when that folder is gone (a `runs/` folder of an
- * earlier session) and the run's SFT stage continues from a checkpoint anyway (its own newest, or `sft.resumeFrom`),
+ * The folder the policy is loaded from: `policy.checkpoint`, or, when that folder is gone (a `runs/` folder made on
+ * another machine) and the run's SFT stage continues from a checkpoint anyway (its own newest, or `sft.resumeFrom`),
  * that checkpoint: its weights replace the start's on resume, so the run is the same. (A KL reference is then built from
  * that checkpoint too, since the start's weights are gone.)
  */
@@ -345,6 +374,8 @@ function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: 
 }
 
 export async function buildRun(run: RunFile): Promise<BuiltRun> {
+  if (run.rollout) return buildProgramRun(run);
+  if (run.env) return buildEnvRun(run);
   if (run.taskOptions.trainFamilies && run.task !== 'retail-synth') throw new Error(`taskOptions.trainFamilies applies to task retail-synth only, not ${run.task}`);
   if (run.taskOptions.trainMaxRefusals !== undefined && run.task !== 'retail-synth') throw new Error(`taskOptions.trainMaxRefusals applies to task retail-synth only (the scripted user), not ${run.task}`);
   if (run.task === 'toy') {
@@ -379,6 +410,91 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
       makeValEnv: o.valSplit ? () => makeRetailEnv(version, { dataDir: o.dataDir, split: o.valSplit }) : undefined,
       padId: pad,
       loop: { greeting: GREETING },
+    },
+    model,
+    backend,
+    tokenizer,
+  };
+}
+
+/**
+ * An env defined with the environment API (src/tooluse/api/): its tasks, families, greeting, and the system prompt
+ * and tools (when known without an episode, i.e. no tool sources) for rendering SFT data as the rollouts see it.
+ */
+async function buildEnvRun(run: RunFile): Promise<BuiltRun> {
+  const e = run.env!;
+  const { loadEnvModule, getEnvDefinition } = await import('../tooluse/api/registry.ts');
+  let def = e.module !== undefined ? await loadEnvModule(e.module, e.export, e.options) : undefined;
+  if (e.id !== undefined && def?.id !== e.id) def = getEnvDefinition(e.id);
+  if (!def) throw new Error('env: give env.module or env.id');
+  if (run.policy.type !== 'gpt-oss') throw new Error(`policy.type ${run.policy.type} only works with task: toy; env ${def.id} needs policy.type gpt-oss`);
+  if (!run.policy.tokenizer) throw new Error(`env ${def.id} needs policy.tokenizer (a BPE file, o200k_harmony or qwen3)`);
+  const train = (await def.tasks(e.split)).slice(0, e.maxTasks);
+  const val = e.valSplit !== undefined ? await def.tasks(e.valSplit) : undefined;
+  const tokenizer = loadTokenizer(run.policy.tokenizer);
+  const format = createChatFormat(run.policy.format, tokenizer);
+  const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, tokenizer.vocabSize);
+  const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
+  const families = new Map<string, string | undefined>([...train, ...(val ?? [])].map((t) => [t.id, def.familyOf(t)]));
+  const tools = def.toolSpecs();
+  const conversation = tools ? { systemPrompt: def.spec.instructions, tools } : undefined;
+  const split = e.split;
+  const valSplit = e.valSplit;
+  return {
+    close,
+    deps: {
+      policy,
+      engine,
+      actorUpdate,
+      format,
+      makeEnv: () => def.makeEnv({ split }),
+      trainTasks: train.map((t) => t.id),
+      valTasks: val?.map((t) => t.id),
+      makeValEnv: valSplit !== undefined ? () => def.makeEnv({ split: valSplit }) : undefined,
+      taskFamily: def.spec.family ? (id) => families.get(id) : undefined,
+      padId: pad,
+      loop: { ...(def.spec.greeting !== undefined ? { greeting: def.spec.greeting } : {}), ...conversation },
+    },
+    model,
+    backend,
+    tokenizer,
+    conversation,
+  };
+}
+
+/** Agent programs as the rollouts: the gateway serves the policy's engine and records what the programs sample. */
+async function buildProgramRun(run: RunFile): Promise<BuiltRun> {
+  if (run.policy.type !== 'gpt-oss') throw new Error(`agent programs need policy.type gpt-oss, not ${run.policy.type}`);
+  if (!run.policy.tokenizer) throw new Error('agent programs need policy.tokenizer (a BPE file, o200k_harmony or qwen3)');
+  // With an env: section, the env's tasks go to the programs and its reward can score them (program-env-reward.ts).
+  let env: Parameters<typeof startProgramRollouts>[1]['env'];
+  if (run.env) {
+    const { loadEnvModule, getEnvDefinition } = await import('../tooluse/api/registry.ts');
+    const { envRewardFn } = await import('../rollout/program-env-reward.ts');
+    let def = run.env.module !== undefined ? await loadEnvModule(run.env.module, run.env.export, run.env.options) : undefined;
+    if (run.env.id !== undefined && def?.id !== run.env.id) def = getEnvDefinition(run.env.id);
+    if (!def) throw new Error('env: give env.module or env.id');
+    env = { tasks: (await def.tasks(run.env.split)).slice(0, run.env.maxTasks), valTasks: run.env.valSplit !== undefined ? await def.tasks(run.env.valSplit) : undefined, reward: envRewardFn(def) };
+  }
+  const tokenizer = loadTokenizer(run.policy.tokenizer);
+  const format = createChatFormat(run.policy.format, tokenizer);
+  const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, tokenizer.vocabSize);
+  const r = run.grpo === undefined ? undefined : parseTrainerConfig(run.grpo).rollout;
+  const programs = await startProgramRollouts(run.rollout!, {
+    engine, format, contextLength: model?.config.max_position_embeddings ?? 32_768, maxResponseTokens: r?.maxResponseTokens, maxTokensPerCall: r?.maxTokensPerTurn,
+    topP: r?.topP, topK: r && r.topK > 0 ? r.topK : undefined, log: (line) => console.error(line), env,
+  });
+  return {
+    close: async () => {
+      await programs.close();
+      await close?.();
+    },
+    deps: {
+      policy, engine, actorUpdate, format, groupSampler: programs.sampler, trainTasks: programs.trainTasks, valTasks: programs.valTasks,
+      makeEnv: () => {
+        throw new Error('program rollouts are run by the agent program (rollout.command), not by an env loop');
+      },
+      padId: tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0,
     },
     model,
     backend,

@@ -24,13 +24,20 @@
  * Zero-advantage rows (`actor.skipZeroAdvantageRows`): when a row's gradient is exactly zero (advantage 0 on every
  * token, a loss proportional to the advantage, no KL loss or entropy bonus) it is not scored at all, but it stays in
  * the mini-batch's denominators, so the optimizer step is the one the whole mini-batch would take.
+ *
+ * A value head on the trunk (`value`, critic.type 'head', src/rl/critic.ts): every micro-batch's forward also returns
+ * the head's values, the loss gains `valueCoef` × the value loss (value-loss.ts, token-mean over the mini-batch's
+ * sampled tokens; PPO's L^CLIP − c1·L^VF, arXiv 1707.06347, Eq. 9), every row is scored, and each optimizer step
+ * steps the head's own AdamW after the policy's.
  */
 import type { Batch } from '../rollout/batch.ts';
+import type { Critic } from './critic.ts';
 import { aggregateLoss, aggregationDenominators, type AggregationDenominators } from './aggregate.ts';
 import type { TrainerConfig } from './config.ts';
 import { klPenalty } from './kl.ts';
 import type { Policy } from './policy.ts';
 import { computePolicyLoss, policyLossAggregation } from './policy-loss.ts';
+import { computeValueLoss, type ValueLossOptions } from './value-loss.ts';
 
 export interface ActorUpdateOptions {
   actor: TrainerConfig['actor'];
@@ -42,6 +49,8 @@ export interface ActorUpdateOptions {
   lossScaleFactor: number;
   /** Per row of the batch: train on it (≠ 0) or drop it (0). Default: every row. */
   keep?: ArrayLike<number>;
+  /** The value head trained jointly (critic.type 'head'); the batch then holds `values` and `returns`. */
+  value?: { critic: Critic; loss: ValueLossOptions; coef: number; gradClip: number };
 }
 
 /** One mini-batch's loss terms (its aggregates, summed over its micro-batches) and the token-weighted PPO statistics. */
@@ -56,6 +65,8 @@ interface MiniBatchStats {
   clipFracLower: number;
   ppoKl: number;
   micro: number;
+  valueLoss: number;
+  vfClipFrac: number;
 }
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
@@ -65,16 +76,19 @@ export async function updateActor(policy: Policy, batch: Batch, o: ActorUpdateOp
   const a = o.actor;
   const perStep: MiniBatchStats[] = [];
   const gradNorms: number[] = [];
+  const criticNorms: number[] = [];
   let skipped = 0;
   const minis = miniBatchIndices(batch.size, o.miniBatchRows, o.keep).filter((rows) => rows.length > 0);
   for (let epoch = 0; epoch < a.ppoEpochs; epoch++) {
     for (const rows of minis) {
       const mini = batch.select({ indices: rows });
       policy.zeroGrad();
+      o.value?.critic.zeroGrad();
       perStep.push(await accumulateMiniBatch(policy, mini, o));
       const r = await policy.optimizerStep({ gradClip: a.gradClip });
       gradNorms.push(r.gradNorm);
       if (r.skipped) skipped++;
+      if (o.value) criticNorms.push((await o.value.critic.optimizerStep({ gradClip: o.value.gradClip })).gradNorm);
     }
   }
   const avg = (f: (s: MiniBatchStats) => number) => mean(perStep.map(f));
@@ -91,6 +105,11 @@ export async function updateActor(policy: Policy, batch: Batch, o: ActorUpdateOp
   };
   if (a.useKlLoss) out['actor/kl_loss'] = avg((s) => s.klLoss);
   if (a.entropyCoeff !== 0) out['actor/entropy_loss'] = avg((s) => s.entropy);
+  if (o.value) {
+    out['critic/value_loss'] = avg((s) => s.valueLoss);
+    out['critic/vf_clipfrac'] = avg((s) => s.vfClipFrac);
+    out['critic/grad_norm'] = mean(criticNorms);
+  }
   return out;
 }
 
@@ -114,8 +133,8 @@ export function miniBatchIndices(rows: number, miniBatchRows: number, keep?: Arr
 async function accumulateMiniBatch(policy: Policy, mini: Batch, o: ActorUpdateOptions): Promise<MiniBatchStats> {
   const R = mini.tensor('responses').shape[1];
   const denominators = aggregationDenominators(mini.tensor('response_mask').data, mini.size, R);
-  const scored = scoredRows(mini, o.actor);
-  const s: MiniBatchStats = { scoredRows: scored.length, rows: mini.size, pgLoss: 0, klLoss: 0, entropy: 0, clipFrac: 0, clipFracLower: 0, ppoKl: 0, micro: 0 };
+  const scored = o.value ? Array.from({ length: mini.size }, (_, i) => i) : scoredRows(mini, o.actor);
+  const s: MiniBatchStats = { scoredRows: scored.length, rows: mini.size, pgLoss: 0, klLoss: 0, entropy: 0, clipFrac: 0, clipFracLower: 0, ppoKl: 0, micro: 0, valueLoss: 0, vfClipFrac: 0 };
   if (scored.length === 0) return s;
   const work = scored.length === mini.size ? mini : mini.select({ indices: scored });
   let scoredTokens = 0;
@@ -130,6 +149,8 @@ async function accumulateMiniBatch(policy: Policy, mini: Batch, o: ActorUpdateOp
     s.clipFrac += share * m.clipFrac;
     s.clipFracLower += share * m.clipFracLower;
     s.ppoKl += share * m.ppoKl;
+    s.valueLoss += m.valueLoss;
+    s.vfClipFrac += share * m.vfClipFrac;
     s.micro++;
   }
   return s;
@@ -161,7 +182,7 @@ async function microBatchBackward(policy: Policy, micro: Batch, denominators: Ag
   const mask = micro.tensor('response_mask').data;
   const agg = { lossScaleFactor: o.lossScaleFactor, denominators };
   const wantEntropy = a.entropyCoeff !== 0;
-  const cur = await policy.logprobs(micro, { temperature: o.temperature, grad: true, entropy: wantEntropy });
+  const cur = await policy.logprobs(micro, { temperature: o.temperature, grad: true, entropy: wantEntropy, ...(o.value ? { values: true } : {}) });
   const pg = computePolicyLoss(a.policyLoss, {
     logprobs: cur.logprobs,
     oldLogprobs: micro.tensor('old_log_probs').data,
@@ -189,10 +210,21 @@ async function microBatchBackward(policy: Policy, micro: Batch, denominators: Ag
     for (let k = 0; k < B * R; k++) dEntropy[k] = -a.entropyCoeff * ent.weights[k];
     entropy = ent.value;
   }
-  await policy.backward(dLogprobs, dEntropy);
+  let dValues: Float32Array | undefined;
+  let valueLoss = 0, vfClipFrac = 0;
+  if (o.value) {
+    if (!cur.values) throw new Error('actor update: the policy returned no values for the value head (critic.type head)');
+    const vl = computeValueLoss(cur.values, micro.tensor('values').data, micro.tensor('returns').data, mask, o.value.loss);
+    const vAgg = aggregateLoss(vl.losses, mask, B, R, 'token-mean', agg);
+    dValues = new Float32Array(B * R);
+    for (let k = 0; k < B * R; k++) dValues[k] = o.value.coef * vAgg.weights[k] * vl.dValues[k];
+    valueLoss = vAgg.value;
+    vfClipFrac = vl.clipFrac;
+  }
+  await (dValues ? policy.backward(dLogprobs, dEntropy, dValues) : policy.backward(dLogprobs, dEntropy));
   let tokens = 0;
   for (let k = 0; k < B * R; k++) tokens += mask[k];
-  return { pgLoss: pgAgg.value, klLoss, entropy, tokens, clipFrac: pg.stats.clipFrac, clipFracLower: pg.stats.clipFracLower, ppoKl: pg.stats.approxKl };
+  return { pgLoss: pgAgg.value, klLoss, entropy, tokens, clipFrac: pg.stats.clipFrac, clipFracLower: pg.stats.clipFracLower, ppoKl: pg.stats.approxKl, valueLoss, vfClipFrac };
 }
 
 /**

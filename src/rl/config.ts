@@ -127,7 +127,15 @@ export const TrainerConfigSchema = z.object({
      * `rft/kept_tokens`, `rft/skipped_steps` (optimizer steps skipped because their mini-batch kept no row; with one
      * mini-batch and one epoch, 1 on a step that kept nothing and so changed no weight).
      */
-    advEstimator: z.enum(ADVANTAGE_ESTIMATOR_NAMES).default('grpo'),
+    advEstimator: z.enum([...ADVANTAGE_ESTIMATOR_NAMES, 'gae']).default('grpo'),
+    /**
+     * 'gae' (above): PPO with a learned critic (the `critic` section, required with it; docs/grpo.md, "PPO with a
+     * critic"): token-level GAE over the sampled response tokens with `gamma` and `lam` (verl's
+     * compute_gae_advantage_return, observation tokens skipped), whitened over the batch. verl's defaults (1, 1): the
+     * advantage of a token is then the episode's return minus its value.
+     */
+    gamma: z.number().min(0).max(1).default(1),
+    lam: z.number().min(0).max(1).default(1),
     rft: z.object({
       /** Episodes with a task reward ≥ this are kept (τ² rewards lie in [0, 1]; 1 = successes only). */
       minReward: z.number().gt(0).max(1).default(1),
@@ -156,6 +164,16 @@ export const TrainerConfigSchema = z.object({
       threshold: z.number().positive().default(2),
       /** Use the rollout log-probs as π_old and skip the old-log-prob forward. */
       bypassMode: z.boolean().default(false),
+      /**
+       * The sampler-vs-trainer check (docs/grpo.md, "Rollout correction"): where π_old is not recomputed (bypass mode,
+       * RFT), the trainer's forward recomputes the log-probs of the rollout's sampled tokens on step 1 and every
+       * `checkEvery` steps and logs `rollout/logprob_max_abs_diff` and `rollout/logprob_mean_abs_diff` against the
+       * engine's (otherwise π_old is that forward and they are logged every step). 0: never in bypass mode or RFT. It
+       * only reads: the training numbers are the same with it on or off.
+       */
+      checkEvery: z.number().int().min(0).default(10),
+      /** A logged alarm (and `rollout/logprob_alarm` = 1) when the largest |Δ log-prob| is above this (nats). */
+      alarm: z.number().positive().default(0.01),
     }).strict().prefault({}),
     overlongBuffer: z.object({
       enable: z.boolean().default(false),
@@ -183,6 +201,34 @@ export const TrainerConfigSchema = z.object({
       actions: z.enum(['all', 'writes', 'writes-graded']).default('all'),
     }).strict().prefault({}),
   }).strict().prefault({}),
+  /**
+   * The learned critic of `algorithm.advEstimator: 'gae'` (src/rl/critic.ts; verl's `critic.*` where a key has a verl
+   * counterpart). Absent for the other estimators.
+   */
+  critic: z.object({
+    /**
+     * 'head': a linear value head on the policy's final hidden state, trained with the policy (the value loss times
+     * `valueCoef` joins each actor micro-batch's loss and reaches the trunk). 'separate': a small gpt-oss model of its
+     * own (`model`, a preset; the policy's vocabulary and positions) with a value head, trained before the actor.
+     */
+    type: z.enum(['head', 'separate']).default('head'),
+    /** The critic's AdamW learning rate (the head's alone for 'head'). verl's critic.optim.lr default is 1e-5. */
+    lr: z.number().min(0).default(1e-5),
+    weightDecay: z.number().min(0).default(0.01),
+    /** `cliprange_value`: predictions kept within ± this of the rollout's values (null: no clipping). */
+    valueClip: z.number().positive().nullable().default(0.5),
+    loss: z.enum(['mse', 'huber']).default('mse'),
+    huberDelta: z.number().positive().default(1),
+    /** `trainer.critic_warmup`: the first N steps train the critic only (the actor does not update). */
+    warmupSteps: z.number().int().min(0).default(0),
+    /** 'head' only: the weight of the value loss in the joint loss (PPO's c1, arXiv 1707.06347, Eq. 9). */
+    valueCoef: z.number().min(0).default(0.5),
+    /** 'separate' only: the critic model's preset (src/model/config.ts) and initialisation seed. */
+    model: z.string().default('tiny-1m'),
+    seed: z.number().int().min(0).default(0),
+    /** `grad_clip` of the critic's optimizer step. */
+    gradClip: z.number().default(1),
+  }).strict().optional(),
   trainer: z.object({
     totalSteps: z.number().int().positive(),
     /**
@@ -276,6 +322,9 @@ export function parseTrainerConfig(raw: unknown): TrainerConfig {
   const micro = c.actor.ppoMicroBatchSize;
   if (micro !== undefined && (mini * c.rollout.n) % micro !== 0) throw new Error(`invalid trainer config:\n  actor.ppoMicroBatchSize (${micro}) must divide the mini-batch of ${mini}×${c.rollout.n} = ${mini * c.rollout.n} trajectories`);
   if (c.algorithm.overlongBuffer.enable && c.algorithm.overlongBuffer.len > c.rollout.maxResponseTokens) throw new Error('invalid trainer config:\n  algorithm.overlongBuffer.len exceeds rollout.maxResponseTokens');
+  if ((c.algorithm.advEstimator === 'gae') !== (c.critic !== undefined)) {
+    throw new Error(c.critic ? "invalid trainer config:\n  critic: a critic is trained only with algorithm.advEstimator: gae" : 'invalid trainer config:\n  algorithm.advEstimator: gae needs a critic section (critic.type head or separate)');
+  }
   const rft = rftConflicts(c);
   if (rft.length) throw new Error(`invalid trainer config:\n${rft.map((l) => `  ${l}`).join('\n')}`);
   return c;

@@ -18,6 +18,7 @@ import { loadCheckpoint as loadModelCheckpoint, loadWeightsInto, readSafetensors
 import { logSumExp, softmaxEntropy } from '../model/layers/entropy.ts';
 import type { GptOssModel } from '../model/model.ts';
 import type { Batch } from '../rollout/batch.ts';
+import type { ValueHead } from './critic.ts';
 import { batchDims, type OptimizerStepResult, type Policy, type PolicyForward, type PolicyForwardOptions } from './policy.ts';
 
 export interface GptOssPolicyOptions {
@@ -70,17 +71,42 @@ export function packForScoring(batch: Batch): Packed {
 export class GptOssPolicy implements Policy {
   readonly optimizer: AdamW;
   private pending: Packed | null = null;
+  /** The pending grad forward's final hidden states [N, C], when it computed values. */
+  private pendingHidden: Float32Array | null = null;
+  /** The value head on the trunk (critic.type 'head', src/rl/critic.ts), when one is attached. */
+  private valueHead: ValueHead | null = null;
   syncs = 0;
 
   constructor(readonly model: GptOssModel, private readonly options: GptOssPolicyOptions) {
     this.optimizer = model.optimizer(options.optimizer);
   }
 
-  private score(model: GptOssModel, batch: Batch, temperature: number, grad: boolean, entropy: boolean, adapters: boolean): PolicyForward {
+  /**
+   * Puts a value head on the trunk (critic.type 'head'): forwards with `values` then return V per response slot from
+   * the final hidden state, and `backward`'s `dValues` trains the head and, through the hidden state, the model.
+   */
+  attachValueHead(head: ValueHead): void {
+    if (head.hiddenSize !== this.model.config.hidden_size) throw new Error(`GptOssPolicy: a value head of width ${head.hiddenSize} does not fit the model's hidden size ${this.model.config.hidden_size}`);
+    this.valueHead = head;
+  }
+
+  /**
+   * The final hidden states of a batch's packed positions ([N, C], no gradient kept, no unembedding) and the packed
+   * position → response slot map: what the value head reads when it trains alone (the critic warm-up).
+   */
+  hiddenStates(batch: Batch): { hidden: Float32Array; slotOf: Int32Array; size: number } {
+    const p = packForScoring(batch);
+    const r = this.model.forward({ tokens: p.tokens, docIds: p.docIds, targets: p.targets }, { grad: false, head: false, hidden: true });
+    return { hidden: r.hidden!, slotOf: p.slotOf, size: p.B * p.R };
+  }
+
+  private score(model: GptOssModel, batch: Batch, temperature: number, grad: boolean, entropy: boolean, adapters: boolean, values = false): PolicyForward {
     const p = packForScoring(batch);
     if (grad && temperature !== 1) throw new Error(`GptOssPolicy: training forwards need temperature 1 (got ${temperature}); the model's backward starts from untempered log-probs`);
+    const head = values ? this.valueHead : null;
+    if (values && !head) throw new Error('GptOssPolicy: values were asked for but no value head is attached (critic.type head)');
     const needFull = entropy || temperature !== 1;
-    const r = model.forward({ tokens: p.tokens, docIds: p.docIds, targets: p.targets }, { grad, adapters, fullLogprobs: needFull });
+    const r = model.forward({ tokens: p.tokens, docIds: p.docIds, targets: p.targets }, { grad, adapters, fullLogprobs: needFull, hidden: head !== null });
     const logprobs = new Float32Array(p.B * p.R);
     const ent = entropy ? new Float32Array(p.B * p.R) : undefined;
     const full = r.fullLogprobs?.toArray();
@@ -99,12 +125,21 @@ export class GptOssPolicy implements Policy {
       logprobs[slot] = temperature === 1 ? r.logprobs[n] : full[n * V + p.targets[n]] * inv - lse;
       if (ent) ent[slot] = softmaxEntropy(full, n * V, V, lse, inv);
     }
-    if (grad) this.pending = p;
-    return { logprobs, entropy: ent };
+    let vals: Float32Array | undefined;
+    if (head) {
+      const perPosition = head.predict(r.hidden!);
+      vals = new Float32Array(p.B * p.R);
+      for (let n = 0; n < p.tokens.length; n++) if (p.slotOf[n] >= 0) vals[p.slotOf[n]] = perPosition[n];
+    }
+    if (grad) {
+      this.pending = p;
+      this.pendingHidden = head ? r.hidden! : null;
+    }
+    return { logprobs, entropy: ent, values: vals };
   }
 
   async logprobs(batch: Batch, options: PolicyForwardOptions): Promise<PolicyForward> {
-    return this.score(this.model, batch, options.temperature, options.grad, options.entropy, true);
+    return this.score(this.model, batch, options.temperature, options.grad, options.entropy, true, options.values ?? false);
   }
 
   async referenceLogprobs(batch: Batch, options: { temperature: number }): Promise<Float32Array> {
@@ -114,10 +149,20 @@ export class GptOssPolicy implements Policy {
     return this.score(ref, batch, options.temperature, false, false, true).logprobs;
   }
 
-  async backward(dLogprobs: Float32Array, dEntropy?: Float32Array): Promise<void> {
+  async backward(dLogprobs: Float32Array, dEntropy?: Float32Array, dValues?: Float32Array): Promise<void> {
     const p = this.pending;
     if (!p) throw new Error('GptOssPolicy: backward() needs a preceding logprobs(..., { grad: true })');
     this.pending = null;
+    const hidden = this.pendingHidden;
+    this.pendingHidden = null;
+    let dHidden: Float32Array | undefined;
+    if (dValues) {
+      if (!hidden || !this.valueHead) throw new Error('GptOssPolicy: dValues needs a preceding grad forward with values: true');
+      if (dValues.length !== p.B * p.R) throw new Error(`GptOssPolicy: dValues has ${dValues.length} values, expected ${p.B * p.R}`);
+      const dv = new Float32Array(p.tokens.length);
+      for (let n = 0; n < dv.length; n++) if (p.slotOf[n] >= 0) dv[n] = dValues[p.slotOf[n]];
+      dHidden = this.valueHead.backward(hidden, dv);
+    }
     if (dLogprobs.length !== p.B * p.R) throw new Error(`GptOssPolicy: dLogprobs has ${dLogprobs.length} values, expected ${p.B * p.R}`);
     if (dEntropy && dEntropy.length !== p.B * p.R) throw new Error(`GptOssPolicy: dEntropy has ${dEntropy.length} values, expected ${p.B * p.R}`);
     const dl = new Float32Array(p.tokens.length);
@@ -127,7 +172,7 @@ export class GptOssPolicy implements Policy {
       de = new Float32Array(p.tokens.length);
       for (let n = 0; n < de.length; n++) if (p.slotOf[n] >= 0) de[n] = dEntropy[p.slotOf[n]];
     }
-    this.model.backward(dl, { dEntropy: de });
+    this.model.backward(dl, { dEntropy: de, dHidden });
   }
 
   zeroGrad(): void {

@@ -15,6 +15,8 @@ export interface PolicyForwardOptions {
   grad: boolean;
   /** Also return the per-token entropy of the temperature-scaled distribution. */
   entropy: boolean;
+  /** Also return the value head's V per response slot (a policy with a value head attached: critic.type 'head'). */
+  values?: boolean;
 }
 
 export interface PolicyForward {
@@ -22,6 +24,8 @@ export interface PolicyForward {
   logprobs: Float32Array;
   /** `[B, R]`, when asked for. */
   entropy?: Float32Array;
+  /** `[B, R]` V(s_t) of the value head, when asked for: the value of the state that scores response token t. */
+  values?: Float32Array;
 }
 
 export interface OptimizerStepResult {
@@ -36,9 +40,10 @@ export interface Policy {
   logprobs(batch: Batch, options: PolicyForwardOptions): Promise<PolicyForward>;
   /**
    * Back-propagates from the last `grad: true` forward: `dLogprobs[i,t]` = ∂loss/∂logprob[i,t]; `dEntropy` likewise
-   * for the entropy bonus. Gradients ACCUMULATE until `zeroGrad`.
+   * for the entropy bonus, `dValues` for the value head's loss (after a forward with `values`: the head's gradient and,
+   * through the shared trunk, the model's). Gradients ACCUMULATE until `zeroGrad`.
    */
-  backward(dLogprobs: Float32Array, dEntropy?: Float32Array): Promise<void>;
+  backward(dLogprobs: Float32Array, dEntropy?: Float32Array, dValues?: Float32Array): Promise<void>;
   zeroGrad(): void;
   /** Clips the global grad norm to `gradClip` (≤ 0: no clipping) and steps the optimizer. */
   optimizerStep(options: { gradClip: number }): Promise<OptimizerStepResult>;

@@ -15,6 +15,11 @@
  * With `algorithm.advEstimator: 'rft'` the same loop is online rejection-sampling fine-tuning (config.ts): the same
  * rollout, then no old-log-prob or reference forward, advantages 1 on the episodes whose task reward reaches
  * `rft.minReward` and 0 elsewhere, and an actor update on the kept rows only with the `sft` policy loss.
+ *
+ * Env errors: an episode the agent loop ended with `env_error` (an EpisodeError: a tool server died, the reward threw)
+ * is left out of its group, of the update and of the reward metrics; it is counted (`rollout/env_errors`,
+ * `val/env_errors`) and recorded in the episodes file as a row of kind `env_error` with its message, and training
+ * goes on. A step whose episodes all failed updates nothing.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,10 +29,11 @@ import { XoshiroRng, type RngState } from '../gym/rng.ts';
 import { computeMetrics } from '../tooluse/metrics.ts';
 import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agent-loop.ts';
 import { collate } from '../rollout/collate.ts';
-import { flattenGroups, sampleGroups, type SampledGroup } from '../rollout/groups.ts';
+import { flattenGroups, sampleGroups, type GroupSpec, type SampledGroup } from '../rollout/groups.ts';
 import type { InferenceEngine } from '../rollout/inference.ts';
 import { miniBatchIndices, updateActor, type ActorUpdateOptions } from './actor-update.ts';
 import { computeAdvantages } from './advantages.ts';
+import { criticStepOptions, gaeAdvantages, updateCritic, type Critic } from './critic.ts';
 import { aggregateLoss } from './aggregate.ts';
 import { needsReferencePolicy, type TrainerConfig } from './config.ts';
 import { checkpointDirName, grpoCheckpointDir } from './checkpoint-dirs.ts';
@@ -36,6 +42,7 @@ import { dynamicSampling, overlongPenalty } from './dapo.ts';
 import { applyKlInReward } from './kl.ts';
 import type { Policy } from './policy.ts';
 import { rolloutIsWeights } from './policy-loss.ts';
+import { isCheckStep, logprobAlarmLine, logprobDrift } from './logprob-check.ts';
 import { transcript } from './transcript.ts';
 import { LearnableTaskSampler, type TaskSamplerState } from './task-sampler.ts';
 import type { Batch } from '../rollout/batch.ts';
@@ -60,10 +67,31 @@ export interface TrainerDeps {
    * `BackendPolicy.actorUpdate()` (the same update through forward_backward/optim_step, backend-update.ts).
    */
   actorUpdate?: (batch: Batch, options: ActorUpdateOptions) => Promise<Metrics>;
+  /** The learned critic of `algorithm.advEstimator: 'gae'` (src/rl/critic.ts `createCritic`); required with it. */
+  critic?: Critic;
+  /**
+   * Samples the groups instead of the agent loop (`makeEnv` is then unused): agent programs run through the trajectory
+   * gateway (src/rollout/program-sampler.ts). Its metrics join the step's; failed rollouts are its to leave out.
+   */
+  groupSampler?: GroupSampler;
   log?: (line: string) => void;
 }
 
 export type Metrics = Record<string, number>;
+
+/** What `TrainerDeps.groupSampler` is asked for: n samples of each group's task, at this temperature and seed base. */
+export interface GroupSampleRequest {
+  groups: readonly GroupSpec[];
+  n: number;
+  seed: number;
+  temperature: number;
+  kind: 'train' | 'val';
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface GroupSampler {
+  sample(request: GroupSampleRequest): Promise<{ groups: SampledGroup[]; metrics?: Metrics }>;
+}
 
 /** What a GRPO checkpoint's `trainer.json` holds besides the metrics history (`TRAINER_STATE_FORMAT`). */
 interface GrpoTrainerState {
@@ -85,6 +113,15 @@ interface ShapedGroup extends SampledGroup {
 }
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+/** Splits sampled groups into the episodes to learn from (groups left empty dropped) and those that ended in an env error. */
+function withoutEnvErrors<G extends SampledGroup>(groups: readonly G[]): { kept: G[]; errors: SampledGroup[] } {
+  const isError = (t: Trajectory) => t.terminationReason === 'env_error';
+  if (!groups.some((g) => g.trajectories.some(isError))) return { kept: [...groups], errors: [] };
+  const kept = groups.map((g) => ({ ...g, trajectories: g.trajectories.filter((t) => !isError(t)) })).filter((g) => g.trajectories.length > 0);
+  const errors = groups.map((g) => ({ uid: g.uid, taskId: g.taskId, trajectories: g.trajectories.filter(isError) })).filter((g) => g.trajectories.length > 0);
+  return { kept, errors };
+}
 
 /**
  * What training and validation both report about a set of episodes (their metrics name these differently, see
@@ -130,11 +167,14 @@ export class GrpoTrainer {
   /** Per-step metrics, also written to the JSONL file. */
   readonly history: Metrics[] = [];
   readonly validations: Metrics[] = [];
+  /** The group sampler's metrics of the current step (summed over DAPO's generation rounds). */
+  private samplerMetrics: Metrics = {};
 
   constructor(deps: TrainerDeps) {
     this.deps = deps;
     this.config = deps.config;
     if (deps.trainTasks.length === 0) throw new Error('trainer: no training tasks');
+    if (this.config.critic && !deps.critic) throw new Error('trainer: algorithm.advEstimator gae needs a critic (TrainerDeps.critic, built by createCritic)');
     this.rng = new XoshiroRng(this.config.trainer.seed);
     this.state = { step: 0, order: [], cursor: 0, epoch: 0 };
     const sampling = this.config.data.sampling;
@@ -192,24 +232,31 @@ export class GrpoTrainer {
   }
 
   /** The rollout of one step: `trainBatchSize` groups of n episodes, with DAPO's dynamic sampling when enabled. */
-  private async rollout(bar: cliProgress.SingleBar | null): Promise<{ groups: ShapedGroup[]; genMetrics: Metrics }> {
+  private async rollout(bar: cliProgress.SingleBar | null): Promise<{ groups: ShapedGroup[]; genMetrics: Metrics; envErrors: SampledGroup[] }> {
     const c = this.config;
     const step = this.state.step;
     const loop = this.loop(c.rollout.temperature);
+    const envErrors: SampledGroup[] = [];
     const round = async (index: number, count: number): Promise<ShapedGroup[]> => {
       const tasks = this.nextTasks(count);
       const specs = tasks.map((taskId, i) => ({ taskId, uid: `s${step}-r${index}-${i}` }));
       bar?.start(specs.length * c.rollout.n, 0, { phase: `step ${step + 1} gen` });
-      const groups = await sampleGroups({
+      const seed = (c.trainer.seed * 1_000_003 + step * 10_007 + index * 101) % 2_000_000_000;
+      const hook = this.deps.groupSampler;
+      const sampled = hook && await hook.sample({ groups: specs, n: c.rollout.n, seed, temperature: c.rollout.temperature, kind: 'train', onProgress: (done) => bar?.update(done) });
+      if (sampled?.metrics) for (const [k, v] of Object.entries(sampled.metrics)) this.samplerMetrics[k] = (this.samplerMetrics[k] ?? 0) + v;
+      const all = sampled ? sampled.groups : await sampleGroups({
         loop,
         makeEnv: this.deps.makeEnv,
         groups: specs,
         n: c.rollout.n,
         concurrency: c.rollout.concurrency,
-        seed: (c.trainer.seed * 1_000_003 + step * 10_007 + index * 101) % 2_000_000_000,
+        seed,
         onTrajectory: (_t, done) => bar?.update(done),
       });
       bar?.stop();
+      const { kept: groups, errors } = withoutEnvErrors(all);
+      envErrors.push(...errors);
       const shapedGroups = groups.map((g) => ({ ...g, shaped: g.trajectories.map((t) => this.shapedReward(t)) }));
       this.sampler?.update(shapedGroups.map((g) => ({
         taskId: g.taskId,
@@ -219,14 +266,14 @@ export class GrpoTrainer {
       return shapedGroups;
     };
     const fg = c.algorithm.filterGroups;
-    if (!fg.enable) return { groups: await round(0, c.data.trainBatchSize), genMetrics: {} };
+    if (!fg.enable) return { groups: await round(0, c.data.trainBatchSize), genMetrics: {}, envErrors };
     const r = await dynamicSampling({
       generate: (index) => round(index, c.data.genBatchSize ?? c.data.trainBatchSize),
       metricOf: (g) => (fg.metric === 'success' ? g.trajectories.map((t) => (t.success ? 1 : 0)) : g.shaped),
       targetGroups: c.data.trainBatchSize,
       maxRounds: fg.maxNumGenBatches,
     });
-    return { groups: r.groups, genMetrics: { 'dapo/gen_rounds': r.rounds, 'dapo/dropped_groups': r.dropped, 'dapo/generated_groups': r.generated } };
+    return { groups: r.groups, genMetrics: { 'dapo/gen_rounds': r.rounds, 'dapo/dropped_groups': r.dropped, 'dapo/generated_groups': r.generated }, envErrors };
   }
 
   /** One training step (docs/grpo.md, "The phases of a step"); returns its metrics. */
@@ -238,10 +285,24 @@ export class GrpoTrainer {
     const timer = new PhaseTimer();
 
     // Rollout: n episodes per task, grouped by uid; each episode's training reward computed once (`shaped`).
-    const { groups, genMetrics } = await timer.time('gen', () => this.rollout(bar));
+    this.samplerMetrics = {};
+    const { groups, genMetrics, envErrors } = await timer.time('gen', () => this.rollout(bar));
+    Object.assign(genMetrics, this.samplerMetrics);
     const { trajectories, uids } = flattenGroups(groups);
     const shaped = groups.flatMap((g) => g.shaped);
+    const envErrorCount = envErrors.reduce((a, g) => a + g.trajectories.length, 0);
     this.recordEpisodes('train', this.state.step + 1, groups);
+    this.recordEnvErrors('train', this.state.step + 1, envErrors);
+    if (trajectories.length === 0) {
+      // Every episode of the step failed in its env: nothing to learn from; the step is counted and training goes on.
+      this.state.step++;
+      timer.stop();
+      const metrics: Metrics = { step: this.state.step, 'rollout/env_errors': envErrorCount, ...genMetrics, ...timer.seconds };
+      this.deps.log?.(`step ${this.state.step}: all ${envErrorCount} episodes ended in env errors (${envErrors[0]?.trajectories[0]?.envError ?? ''}); no update`);
+      this.history.push(metrics);
+      this.writeMetrics({ kind: 'train', ...metrics });
+      return metrics;
+    }
     const batch = collate(trajectories, { padId: this.deps.padId, uids, temperature });
     const B = batch.size;
     const R = batch.tensor('responses').shape[1];
@@ -256,20 +317,26 @@ export class GrpoTrainer {
     }
 
     // Old log-probs: π_old = the current weights, with the entropy for the metric. In bypass mode π_old is the
-    // rollout's; RFT's SFT loss has no ratio, so it skips this forward too (π_old = the rollout's, for the drift
-    // statistic only).
+    // rollout's; RFT's SFT loss has no ratio, so it skips this forward too (π_old = the rollout's).
     const rc = c.algorithm.rolloutCorrection;
     const rollout = batch.tensor('rollout_log_probs').data as Float32Array;
     const old = rc.bypassMode || rft
       ? { logprobs: Float32Array.from(rollout), entropy: undefined }
       : await timer.time('old_log_prob', () => policy.logprobs(batch, { temperature, grad: false, entropy: true }));
     batch.setTensor('old_log_probs', old.logprobs, [B, R]);
-    let mismatch = 0;
-    for (let k = 0; k < B * R; k++) if (mask[k]) mismatch = Math.max(mismatch, Math.abs(rollout[k] - old.logprobs[k]));
+    // Sampler vs trainer (src/rl/logprob-check.ts): the trainer's log-probs of the sampled tokens against the engine's.
+    // π_old is that forward when it runs; in bypass mode and RFT a scoring-only forward on step 1 and every checkEvery.
+    const recomputed = !(rc.bypassMode || rft) ? old.logprobs
+      : isCheckStep(this.state.step + 1, rc.checkEvery) ? (await timer.time('logprob_check', () => policy.logprobs(batch, { temperature, grad: false, entropy: false }))).logprobs : null;
+    const drift = recomputed ? logprobDrift(rollout, recomputed, mask) : null;
     if (rc.rolloutIs !== null) batch.setTensor('rollout_is_weights', rolloutIsWeights(old.logprobs, rollout, mask, B, R, rc.rolloutIs, rc.threshold), [B, R]);
 
     // Reference log-probs, only for a KL loss or KL in the reward.
     if (needsReferencePolicy(c)) batch.setTensor('ref_log_prob', await timer.time('ref', () => policy.referenceLogprobs(batch, { temperature })), [B, R]);
+
+    // Values, only with a critic (advEstimator gae): V(s_t) of every response slot, before any update.
+    const critic = c.critic ? this.deps.critic : undefined;
+    if (critic) batch.setTensor('values', await timer.time('values', () => critic.values(batch)), [B, R]);
 
     // Advantages: KL in the reward first (when on), then the estimator over the groups. With partial credit the GRPO
     // std comes from the task rewards (config.ts, algorithm.actionCredit).
@@ -282,6 +349,8 @@ export class GrpoTrainer {
         extra['critic/kl_in_reward'] = k.meanKl;
       }
       batch.setTensor('token_level_rewards', tokenRewards, [B, R]);
+      // PPO with a critic: token-level GAE (critic.ts), also setting `returns`.
+      if (c.algorithm.advEstimator === 'gae') return gaeAdvantages(batch, c.algorithm, extra);
       const stdScores = c.algorithm.actionCredit.enable ? trajectories.map((t) => t.reward) : undefined;
       const a = computeAdvantages(c.algorithm.advEstimator, tokenRewards, mask, uids, B, R, { normAdvByStd: c.algorithm.normAdvByStdInGrpo, stdScores, minReward: c.algorithm.rft.minReward });
       batch.setTensor('advantages', a.tokens, [B, R]);
@@ -300,8 +369,13 @@ export class GrpoTrainer {
       lossScaleFactor: c.actor.lossScaleFactor ?? c.rollout.maxResponseTokens,
       keep,
     };
+    // The critic: a separate one (and the head during critic.warmupSteps) trains first on the same mini-batches; the
+    // head otherwise trains inside the actor update. During the warm-up the actor does not update.
+    const cs = critic && criticStepOptions(c, this.state.step, miniBatchRows, critic);
+    if (cs?.separateUpdate) Object.assign(extra, await timer.time('critic', () => updateCritic(critic!, batch, cs.separateUpdate!)));
+    if (cs?.value) updateOptions.value = cs.value;
     const actorUpdate = this.deps.actorUpdate;
-    const update = await timer.time('update', () => (actorUpdate ? actorUpdate(batch, updateOptions) : updateActor(policy, batch, updateOptions)));
+    const update = cs?.warmup ? { 'critic/warmup': 1 } : await timer.time('update', () => (actorUpdate ? actorUpdate(batch, updateOptions) : updateActor(policy, batch, updateOptions)));
 
     // Weight sync to the inference engine.
     await timer.time('sync', () => policy.syncToInference());
@@ -323,12 +397,13 @@ export class GrpoTrainer {
       'response_length/max': Math.max(...trajectories.map((t) => t.responseIds.length)),
       'response_length/clip_ratio': mean(trajectories.map((t) => (t.terminationReason === 'max_response_tokens' ? 1 : 0))),
       'rollout/truncated_share': stats.truncatedShare,
+      'rollout/env_errors': envErrorCount,
       'turns/mean': stats.turns,
       'tool_calls/mean': mean(trajectories.map((t) => t.toolCalls)),
       'tool_error_rate': stats.toolErrorRate,
       'parse_error_rate': stats.parseErrorRate,
       // RFT runs no old-log-prob forward (π_old is the rollout's by construction): nothing to compare.
-      ...(rft ? {} : { 'rollout/logprob_max_abs_diff': mismatch }),
+      ...(drift ? { 'rollout/logprob_max_abs_diff': drift.max, 'rollout/logprob_mean_abs_diff': drift.mean, 'rollout/logprob_alarm': drift.max > rc.alarm ? 1 : 0 } : {}),
       'adv/mean_abs': mean([...adv.sequence].map(Math.abs)),
       'adv/zero_groups': groups.filter((g) => g.shaped.every((r) => r === g.shaped[0])).length / groups.length,
       'perf/tokens_per_s': allTokens / Math.max(stepSeconds, 1e-9),
@@ -346,6 +421,7 @@ export class GrpoTrainer {
     if (peak !== undefined) metrics['perf/peak_memory_bytes'] = peak;
     this.history.push(metrics);
     this.writeMetrics({ kind: 'train', ...metrics });
+    if (drift && drift.max > rc.alarm) this.deps.log?.(logprobAlarmLine(this.state.step, drift, rc.alarm));
     return metrics;
   }
 
@@ -354,7 +430,9 @@ export class GrpoTrainer {
     const c = this.config;
     const tasks = this.deps.valTasks ?? this.deps.trainTasks;
     const groups = tasks.map((taskId, i) => ({ taskId, uid: `val-${this.state.step}-${i}` }));
-    const sampled = await sampleGroups({
+    const hook = this.deps.groupSampler;
+    const viaHook = hook && await hook.sample({ groups, n: c.trainer.valN, seed: 1_500_000_000 + c.trainer.seed, temperature: c.trainer.valTemperature, kind: 'val' });
+    const sampled = viaHook ? viaHook.groups : await sampleGroups({
       loop: this.loop(c.trainer.valTemperature),
       makeEnv: this.deps.makeValEnv ?? this.deps.makeEnv,
       groups,
@@ -363,8 +441,17 @@ export class GrpoTrainer {
       // A fixed seed base for validation, so validations at different steps are comparable.
       seed: 1_500_000_000 + c.trainer.seed,
     });
-    const { trajectories } = flattenGroups(sampled);
-    this.recordEpisodes('val', this.state.step, sampled);
+    const { kept, errors } = withoutEnvErrors(sampled);
+    const { trajectories } = flattenGroups(kept);
+    const envErrorCount = errors.reduce((a, g) => a + g.trajectories.length, 0);
+    this.recordEpisodes('val', this.state.step, kept);
+    this.recordEnvErrors('val', this.state.step, errors);
+    if (trajectories.length === 0) {
+      const out: Metrics = { step: this.state.step, 'val/env_errors': envErrorCount };
+      this.validations.push(out);
+      this.writeMetrics({ kind: 'val', ...out });
+      return out;
+    }
     const m = computeMetrics(trajectories.map((t) => ({ taskId: t.taskId ?? '?', reward: t.reward })));
     const stats = episodeStats(trajectories);
     const out: Metrics = {
@@ -374,8 +461,10 @@ export class GrpoTrainer {
       'val/tool_error_rate': stats.toolErrorRate,
       'val/parse_error_rate': stats.parseErrorRate,
       'val/truncated_share': stats.truncatedShare,
+      'val/env_errors': envErrorCount,
     };
     out['val/reward_se'] = m.rewardStdErr;
+    for (const [k, v] of Object.entries(viaHook?.metrics ?? {})) out[`val/${k}`] = v;
     for (const [k, v] of Object.entries(m.passHatK)) out[`val/pass^${k}`] = v;
     for (const [k, v] of Object.entries(m.passAtK)) if (Number(k) > 1) out[`val/pass@${k}`] = v;
     if (this.deps.taskFamily) {
@@ -431,7 +520,7 @@ export class GrpoTrainer {
 
   private report(m: Metrics): void {
     if (!this.deps.log) return;
-    const keys = ['reward/mean', 'success/mean', 'tool_error_rate', 'rft/kept_share', 'actor/pg_clipfrac', 'actor/grad_norm', 'actor/entropy', 'timing/step',
+    const keys = ['reward/mean', 'success/mean', 'tool_error_rate', 'rft/kept_share', 'actor/pg_clipfrac', 'actor/grad_norm', 'actor/entropy', 'critic/value_loss', 'critic/explained_variance', 'timing/step',
       'val/reward_mean', 'val/reward_se', 'val/success', 'val/pass^1', 'val/tool_error_rate'];
     const families = Object.keys(m).filter((k) => k.startsWith('val/family/')).map((k) => `${k.split('/')[2]} ${m[k].toFixed(2)}`);
     this.deps.log(`step ${m.step}: ${keys.filter((k) => k in m).map((k) => `${k}=${m[k].toFixed(3)}`).join(' ')}${families.length ? ` | ${families.join(', ')}` : ''}`);
@@ -476,6 +565,20 @@ export class GrpoTrainer {
     if (lines.length) appendFileSync(f, lines.join('\n') + '\n');
   }
 
+  /**
+   * Episodes that ended in an env error, one row each in `trainer.episodesFile` of kind `env_error` (so readers of
+   * train and val rows skip them): the phase, step, task, the error's message and how far the episode got.
+   */
+  private recordEnvErrors(phase: 'train' | 'val', step: number, groups: readonly SampledGroup[]): void {
+    const f = this.config.trainer.episodesFile;
+    if (!f || groups.length === 0) return;
+    const lines = groups.flatMap((g) => g.trajectories.map((t) => JSON.stringify({
+      kind: 'env_error', phase, step, taskId: t.taskId, family: t.taskId !== undefined ? this.deps.taskFamily?.(t.taskId) : undefined,
+      envError: t.envError, turns: t.numTurns, toolCalls: t.toolCalls, termination: t.terminationReason,
+    })));
+    appendFileSync(f, lines.join('\n') + '\n');
+  }
+
   private writeMetrics(line: Record<string, unknown>): void {
     const f = this.config.trainer.metricsFile;
     if (f) appendFileSync(f, `${JSON.stringify(line)}\n`);
@@ -488,6 +591,7 @@ export class GrpoTrainer {
     const state: GrpoTrainerState & { format: string } = { format: TRAINER_STATE_FORMAT, ...this.state, rng: this.rng.state(), ...(this.sampler ? { sampler: this.sampler.saveState() } : {}) };
     writeFileSync(join(stepDir, 'trainer.json'), JSON.stringify({ ...state, history: this.history, validations: this.validations }));
     await this.deps.policy.saveCheckpoint(join(stepDir, 'policy'));
+    if (this.config.critic) await this.deps.critic!.saveCheckpoint(join(stepDir, 'critic'));
     writeFileSync(join(dir, 'latest'), String(this.state.step));
     return stepDir;
   }
@@ -522,6 +626,10 @@ export class GrpoTrainer {
     if (configuredLr !== undefined && this.deps.policy.learningRate !== configuredLr) {
       this.deps.log?.(`lr changed from ${this.deps.policy.learningRate} (checkpoint ${stepDir}) to ${configuredLr} (config)`);
       this.deps.policy.learningRate = configuredLr;
+    }
+    if (this.config.critic) {
+      await this.deps.critic!.loadCheckpoint(join(stepDir, 'critic'));
+      this.deps.critic!.learningRate = this.config.critic.lr;
     }
     await this.deps.policy.syncToInference();
   }

@@ -26,12 +26,17 @@
  * A well-formed turn with neither text nor a tool call is handled the same way (sent as "...").
  * With `'terminate'` the episode ends with `parse_error` and reward 0. Either way the sampled tokens stay in the
  * sequence with mask 1, so the policy gradient sees them.
+ *
+ * Env errors: an `EpisodeError` thrown by `env.reset` or `env.step` (a failure that is not the agent's: a tool server
+ * died, the reward function threw) ends the episode with `env_error`, reward 0 and the message in `envError`; the
+ * trajectory keeps the tokens so far (none when reset failed). Any other error from the env propagates.
  */
 import type { ChatFormat, ChatMessage, CompletionParse, ToolSpec } from '../llm/index.ts';
 import type { Info, ResetOptions } from '../gym/types.ts';
 import type { RewardInfo } from '../tooluse/evaluator.ts';
 import type { AgentTurn } from '../tooluse/orchestrator.ts';
 import type { Message } from '../tooluse/messages.ts';
+import { EpisodeError } from '../tooluse/api/errors.ts';
 import type { GenerationRequest, InferenceEngine } from './inference.ts';
 
 /**
@@ -44,7 +49,7 @@ export interface AgentEnv {
   close?(): Promise<void>;
 }
 
-export type TerminationReason = 'env_terminated' | 'env_truncated' | 'max_turns' | 'max_response_tokens' | 'parse_error' | 'aborted';
+export type TerminationReason = 'env_terminated' | 'env_truncated' | 'max_turns' | 'max_response_tokens' | 'parse_error' | 'aborted' | 'env_error';
 
 export interface SamplingConfig {
   temperature: number;
@@ -102,6 +107,8 @@ export interface Trajectory {
   seed: number;
   /** The conversation as the session recorded it (parsed turns; unparseable turns as their text). */
   messages: ChatMessage[];
+  /** With terminationReason 'env_error': the EpisodeError's message. */
+  envError?: string;
 }
 
 export interface RunOptions {
@@ -164,7 +171,18 @@ export class AgentLoop {
 
   private async episode(env: AgentEnv, run: RunOptions, sessionId: string): Promise<Trajectory> {
     const o = this.options;
-    const [obs0, info0] = await env.reset({ seed: run.seed, options: run.taskId !== undefined ? { taskId: run.taskId } : null });
+    let reset: [{ messages: Message[] }, Info];
+    try {
+      reset = await env.reset({ seed: run.seed, options: run.taskId !== undefined ? { taskId: run.taskId } : null });
+    } catch (e) {
+      if (!(e instanceof EpisodeError)) throw e;
+      return {
+        promptIds: [], responseIds: [], responseMask: [], rolloutLogprobs: [], reward: 0, success: false, rewardInfo: null,
+        numTurns: 0, userTurns: 0, toolCalls: 0, toolErrors: 0, parseErrors: 0, terminationReason: 'env_error', truncated: true,
+        taskId: run.taskId, seed: run.seed, messages: [], envError: e.message,
+      };
+    }
+    const [obs0, info0] = reset;
     const systemPrompt = o.systemPrompt ?? (typeof info0.systemPrompt === 'string' ? info0.systemPrompt : undefined);
     const tools = o.tools ?? (Array.isArray(info0.tools) ? (info0.tools as ToolSpec[]) : undefined);
     const callNames = new Map<string, string>();
@@ -188,6 +206,7 @@ export class AgentLoop {
     // The env's info is untyped (Gymnasium's dict); the tool-use envs put τ²'s RewardInfo under `rewardInfo`.
     let rewardInfo = (info0.rewardInfo as RewardInfo | undefined) ?? null;
     let reason: TerminationReason | undefined;
+    let envError: string | undefined;
 
     while (reason === undefined) {
       const room = budget - response.length;
@@ -232,7 +251,16 @@ export class AgentLoop {
       }
       for (const [id, name] of names) callNames.set(id, name);
       toolCalls += names.length;
-      const [obs, r, terminated, truncated, info] = await env.step(action);
+      let stepped: [{ messages: Message[] }, number, boolean, boolean, Info];
+      try {
+        stepped = await env.step(action);
+      } catch (e) {
+        if (!(e instanceof EpisodeError)) throw e;
+        reason = 'env_error';
+        envError = e.message;
+        break;
+      }
+      const [obs, r, terminated, truncated, info] = stepped;
       reward += r;
       if (info.rewardInfo !== undefined) rewardInfo = info.rewardInfo as RewardInfo | null;
       for (const m of obs.messages) if (m.role === 'tool' && m.error) toolErrors++;
@@ -276,6 +304,7 @@ export class AgentLoop {
       taskId: typeof info0.taskId === 'string' ? info0.taskId : run.taskId,
       seed: run.seed,
       messages: [...session.messages],
+      ...(envError !== undefined ? { envError } : {}),
     };
   }
 }

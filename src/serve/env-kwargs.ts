@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { RETAIL_ENV_IDS } from '../domains/retail/register.ts';
 import { readTaskSet } from '../domains/retail/synth/taskset.ts';
 import { ScriptedRetailUser } from '../domains/retail/synth/user-sim.ts';
+import { definedEnvIds } from '../tooluse/api/index.ts';
 import { TicketUser } from '../tooluse/user.ts';
 import type { UserSimulator } from '../tooluse/user.ts';
 import type { Judge } from '../tooluse/evaluator.ts';
@@ -57,8 +58,20 @@ export const KWARG_BOUNDS: Record<string, Record<string, Check>> = {
   }])),
 };
 
+/** The kwargs a client may give an env defined with defineEnv (its task list comes from the module, never a client). */
+export const DEFINED_ENV_BOUNDS: Record<string, Check> = { split: shortString };
+
 /** 400 for the first kwarg outside its bound (only envs with known bounds; others take their kwargs as they are). */
 export function checkKwargBounds(envId: string, kwargs: Record<string, unknown>): void {
+  if (definedEnvIds().includes(envId)) {
+    for (const [key, value] of Object.entries(kwargs)) {
+      const check = DEFINED_ENV_BOUNDS[key] ?? MAKE_OPTIONS[key];
+      if (!check) throw badRequest('invalid_kwargs', `kwargs.${key} is not an option of ${envId} (a client may set: ${[...Object.keys(DEFINED_ENV_BOUNDS), ...Object.keys(MAKE_OPTIONS)].join(', ')}; the tasks come from the env's module)`);
+      const problem = check(value);
+      if (problem) throw badRequest('invalid_kwargs', `kwargs.${key} ${problem}, got ${describe(value)} (${envId})`);
+    }
+    return;
+  }
   const own = KWARG_BOUNDS[envId];
   if (!own) return;
   for (const [key, value] of Object.entries(kwargs)) {

@@ -4,12 +4,14 @@
  *
  *   GET    /health                      {status, sessions, max_sessions, uptime_s}   (no token needed)
  *   GET    /envs                        {envs: [registered ids]}
+ *   GET    /envs/{id}/tasks[?split=S]   {env_id, splits: {split: [task ids]}} (envs defined with defineEnv, retail)
  *   POST   /sessions                    {env_id, kwargs?, seed?, compact_info?} → {session_id, env_id, action_space,
  *                                        observation_space, metadata, spec}
  *   POST   /sessions/{id}/reset         {seed?, options?} → {observation, info}
  *   POST   /sessions/{id}/step          {action} → {observation, reward, terminated, truncated, info}
  *   GET    /sessions/{id}/tools         {tools: [OpenAI function schemas]} ([] for envs without tools)
  *   GET    /sessions/{id}/render        {render_mode, frame} (the env's render(); retail: "ansi" transcript text)
+ *   GET    /sessions/{id}/messages      {messages: [the episode's messages so far, greeting first]} (tool-use envs)
  *   DELETE /sessions/{id}               {closed: true}
  *
  * Errors are `{"error": {"code", "message"}}`: 400 malformed JSON / invalid body / bad kwargs (each bounded, see
@@ -34,6 +36,7 @@ import { SessionManager, type Session } from './env-sessions.ts';
 import { badRequest, conflict, HttpError, notFound, unprocessable } from './http-errors.ts';
 import { checkBearer, checkLocalRequest, decodePathParams, isLoopbackHost, jsonDepthExceeds, readJsonBody, sendError, sendJson } from './http-util.ts';
 import { toJsonSafe } from './json-safe.ts';
+import { defaultTaskLister, type TaskLister } from './env-tasks.ts';
 
 export interface EnvServerOptions {
   host?: string;
@@ -53,6 +56,8 @@ export interface EnvServerOptions {
   /** Server-side judge given to every retail session (v1 tasks with NL assertions need one). */
   judge?: ServerEnvConfig['judge'];
   resolveKwargs?: KwargsResolver;
+  /** `GET /envs/{id}/tasks` (default: envs defined with defineEnv and the retail envs over `dataDir`). */
+  listTasks?: TaskLister;
   /** Seconds to wait for in-flight requests on close before cutting connections. */
   shutdownGraceS?: number;
   /** Called with one line per notable event (start, shutdown, 5xx). */
@@ -105,9 +110,22 @@ function parseBody<T>(schema: { safeParse(v: unknown): { success: true; data: T 
   return parsed.data;
 }
 
+/**
+ * The tools the agent is shown: the env's `tools` (retail), else those of the session's last reset (an env defined
+ * with defineEnv: its tools and its sources'), else the defined env's own before any reset.
+ */
 function toolsOf(s: Session): unknown[] {
-  const tools = (s.env.unwrapped as unknown as { tools?: unknown }).tools;
-  return Array.isArray(tools) ? tools : [];
+  const env = s.env.unwrapped as unknown as { tools?: unknown; definition?: { toolSpecs?: () => unknown[] | null } };
+  if (Array.isArray(env.tools)) return env.tools;
+  if (s.lastTools) return s.lastTools;
+  const own = typeof env.definition?.toolSpecs === 'function' ? env.definition.toolSpecs() : null;
+  return Array.isArray(own) ? own : [];
+}
+
+/** The env's record of the current episode (tool-use envs keep one as `messages`). */
+function messagesOf(s: Session): unknown[] | null {
+  const messages = (s.env.unwrapped as unknown as { messages?: unknown }).messages;
+  return Array.isArray(messages) ? messages : null;
 }
 
 export async function startEnvServer(options: EnvServerOptions = {}): Promise<EnvServerHandle> {
@@ -124,6 +142,7 @@ export async function startEnvServer(options: EnvServerOptions = {}): Promise<En
     maxWaitingPerSession: o.maxWaitingPerSession,
     resolveKwargs: options.resolveKwargs ?? defaultKwargsResolver({ dataDir: options.dataDir, llmUser: options.llmUser, judge: options.judge }),
   });
+  const listTasks = options.listTasks ?? defaultTaskLister({ dataDir: options.dataDir });
   const started = Date.now();
   let draining = false;
   let inFlight = 0;
@@ -136,6 +155,16 @@ export async function startEnvServer(options: EnvServerOptions = {}): Promise<En
       methods: { GET: async () => [200, { status: 'ok', sessions: sessions.size, max_sessions: o.maxSessions, uptime_s: (Date.now() - started) / 1000 }] },
     },
     { pattern: /^\/envs$/, methods: { GET: async () => [200, { envs: registeredIds() }] } },
+    {
+      pattern: /^\/envs\/(.+)\/tasks$/,
+      methods: {
+        GET: async (req, [envId]) => {
+          if (!registeredIds().includes(envId!)) throw notFound('unknown_env', `No env ${JSON.stringify(envId)}. Registered envs: ${registeredIds().join(', ')}`);
+          const split = new URL(req.url ?? '/', 'http://localhost').searchParams.get('split');
+          return [200, { env_id: envId, splits: await listTasks(envId!, split) }];
+        },
+      },
+    },
     {
       pattern: /^\/sessions$/,
       methods: {
@@ -175,6 +204,8 @@ export async function startEnvServer(options: EnvServerOptions = {}): Promise<En
             s.episodeActive = true;
             s.resetCount++;
             const [observation, info] = result;
+            const tools = (info as { tools?: unknown } | null)?.tools;
+            s.lastTools = Array.isArray(tools) ? tools : null;
             return [200, { observation: toJsonSafe(observation) ?? null, info: toJsonSafe(info) ?? {} }];
           });
         },
@@ -225,6 +256,17 @@ export async function startEnvServer(options: EnvServerOptions = {}): Promise<En
       },
     },
     {
+      pattern: /^\/sessions\/([^/]+)\/messages$/,
+      methods: {
+        GET: async (_req, [id]) =>
+          sessions.withSession(id!, async (s) => {
+            const messages = messagesOf(s);
+            if (messages === null) throw notFound('no_messages', `env ${s.envId} keeps no message record (only tool-use envs do)`);
+            return [200, { messages: toJsonSafe(messages) ?? [] }];
+          }),
+      },
+    },
+    {
       pattern: /^\/sessions\/([^/]+)\/tools$/,
       methods: { GET: async (_req, [id]) => sessions.withSession(id!, async (s) => [200, { tools: toJsonSafe(toolsOf(s)) }]) },
     },
@@ -261,7 +303,7 @@ export async function startEnvServer(options: EnvServerOptions = {}): Promise<En
       const route = routes.find((r) => r.pattern.test(url.pathname));
       if (!route) {
         req.resume();
-        throw notFound('not_found', `No route ${req.method} ${url.pathname}. Routes: GET /health, GET /envs, POST /sessions, POST /sessions/{id}/reset, POST /sessions/{id}/step, GET /sessions/{id}/tools, GET /sessions/{id}/render, DELETE /sessions/{id}`);
+        throw notFound('not_found', `No route ${req.method} ${url.pathname}. Routes: GET /health, GET /envs, GET /envs/{id}/tasks, POST /sessions, POST /sessions/{id}/reset, POST /sessions/{id}/step, GET /sessions/{id}/tools, GET /sessions/{id}/render, GET /sessions/{id}/messages, DELETE /sessions/{id}`);
       }
       const handler = route.methods[req.method ?? ''];
       if (!handler) {

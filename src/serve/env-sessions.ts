@@ -24,6 +24,8 @@ export interface Session {
   readonly stepInfoExclude: ReadonlySet<string>;
   resetCount: number;
   stepCount: number;
+  /** The tools of the last reset's info (envs whose tools come per episode), null before one. */
+  lastTools: unknown[] | null;
   lastUsed: number;
   closed: boolean;
 }
@@ -97,6 +99,7 @@ export class SessionManager {
       stepInfoExclude: new Set(stepInfoExclude),
       resetCount: 0,
       stepCount: 0,
+      lastTools: null,
       lastUsed: this.now(),
       closed: false,
     };

@@ -6,8 +6,12 @@
 import type { Message } from './messages.ts';
 import type { AgentTurn } from './orchestrator.ts';
 
-/** τ²'s LLMAgent instructions, wrapped with the domain policy as its system prompt. */
-export const AGENT_INSTRUCTION = [
+/**
+ * τ²-bench's LLMAgent instructions (a customer service agent), wrapped with the domain policy as its system prompt:
+ * the retail domain's and the τ² envs' (ToolUseEnv), kept verbatim for τ² fidelity. Nothing generic uses them: an env
+ * defined with the environment API (src/tooluse/api/) has its own `instructions`.
+ */
+export const TAU2_AGENT_INSTRUCTION = [
   'You are a customer service agent that helps the user according to the <policy> provided below.',
   'In each turn you can either:',
   '- Send a message to the user.',
@@ -17,8 +21,12 @@ export const AGENT_INSTRUCTION = [
   'Try to be helpful and always follow the policy. Always make sure you generate valid JSON only.',
 ].join('\n');
 
+/** `TAU2_AGENT_INSTRUCTION` under its older name (many importers). */
+export const AGENT_INSTRUCTION = TAU2_AGENT_INSTRUCTION;
+
+/** τ²'s agent system prompt: its instructions and the domain policy (τ² envs and the retail domain only). */
 export function agentSystemPrompt(policy: string): string {
-  return `<instructions>\n${AGENT_INSTRUCTION}\n</instructions>\n<policy>\n${policy}\n</policy>`;
+  return `<instructions>\n${TAU2_AGENT_INSTRUCTION}\n</instructions>\n<policy>\n${policy}\n</policy>`;
 }
 
 export interface OpenAIToolCall {

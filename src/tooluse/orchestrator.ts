@@ -16,7 +16,14 @@ import type { Domain } from './types.ts';
 import type { UserSession, UserSimulator } from './user.ts';
 import { STOP_TOKEN, isUserStop, userEpisodeContext, userView } from './user.ts';
 
-export const GREETING = 'Hi! How can I help you today?';
+/**
+ * τ²-bench's fixed agent greeting, which opens every τ² conversation (the orchestrator's, so the retail domain's):
+ * kept verbatim for τ² fidelity. An env defined with the environment API (src/tooluse/api/) has its own optional
+ * `greeting` instead.
+ */
+export const TAU2_GREETING = 'Hi! How can I help you today?';
+/** `TAU2_GREETING` under its older name (many importers). */
+export const GREETING = TAU2_GREETING;
 
 export interface AgentToolCall {
   name: string;
@@ -102,7 +109,7 @@ export class Orchestrator<DB> {
     if (this.started) throw new Error('Orchestrator.start() was already called for this episode');
     this.started = true;
     const from = this.messages.length;
-    this.messages.push({ role: 'assistant', content: GREETING, toolCalls: null });
+    this.messages.push({ role: 'assistant', content: TAU2_GREETING, toolCalls: null });
     this.to = 'user';
     await this.runUntilAgentTurn();
     return this.messages.slice(from);

@@ -1,6 +1,6 @@
 /**
  * `longrun eval --agent checkpoint` on a shipped model folder shows the model the same tokens as the in-process
- * rollouts of the run file that trained it (buildRun + AgentLoop, as GRPO's validation and scripts/probe-heldout.ts),
+ * rollouts of the run file that trained it (buildRun + AgentLoop, as GRPO's validation),
  * for whole multi-turn episodes, and reports the same rewards. The model is a random tiny-1m with a BPE tokenizer
  * trained as prepare.ts trains one; the held-out task set carries τ²'s policy.md (as `longrun gen tasks` writes it)
  * while the run trained on the compact policy and compact tools, so only the model's longrun.json can get it right.

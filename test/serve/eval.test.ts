@@ -14,7 +14,7 @@ import { saveModel } from '../../src/model/checkpoint/model-io.ts';
 import { GptOssModel } from '../../src/model/model.ts';
 import { buildEval, type EvalCliOptions } from '../../src/serve/eval/setup.ts';
 import type { Task } from '../../src/tooluse/tasks.ts';
-import { TicketUser } from '../../src/tooluse/user.ts';
+import { isUserStop, TicketUser, userEpisodeContext, type UserViewTurn } from '../../src/tooluse/user.ts';
 import { REPO_ROOT, TAU2_RETAIL_DIR } from '../helpers/paths.ts';
 import { completion, startFakeOpenAI, toolCall, type FakeOpenAI, type FakeRequest } from './fake-openai.ts';
 
@@ -192,6 +192,36 @@ describe('longrun eval', () => {
     assert.equal(s.finished, 8);
     assert.ok(s.metrics!.avgReward > 0.5, `expert avg reward ${s.metrics!.avgReward}`);
     assert.equal(s.usage.agent.requests, 0);
+  });
+
+  it('--max-refusals gives the scripted customer that patience, records it in config.json and keeps resumes apart', async () => {
+    const setDir = join(dir, 'synth-impatient');
+    const set = generateTaskSet({ worldSeed: 3, taskSeed: 4, count: 4, sizes: { products: 30, users: 80, orders: 200 }, families: ['cancel'], split: 'test' });
+    writeTaskSet(setDir, set, readFileSync(join(TAU2_RETAIL_DIR, 'policy.md'), 'utf8'));
+    const out = join(dir, 'impatient');
+    const opts = (extra: Partial<EvalCliOptions>) => base(out, { agent: 'expert', user: 'scripted', tasks: join(setDir, 'tasks.json'), data: undefined, ...extra });
+    const built = buildEval(opts({ maxRefusals: 1 }));
+    // The customer it builds leaves at the first proposal that is not its request.
+    const task = set.tasks[0]!;
+    const session = built.run.makeUser!().value.start(userEpisodeContext(task, 3));
+    const convo: UserViewTurn[] = [{ role: 'user', content: 'Hi! How can I help you today?' }];
+    convo.push({ role: 'assistant', content: await session.respond(convo) }, { role: 'user', content: "Please confirm: cancel order #W0000000 with the reason 'no longer needed' (yes/no)?" });
+    const reply = await session.respond(convo);
+    assert.match(reply, /^No/);
+    assert.ok(isUserStop(reply), `the impatient customer leaves at its first refusal: ${reply}`);
+    // Without the flag the same customer states its request again.
+    const patient = buildEval(opts({})).run.makeUser!().value.start(userEpisodeContext(task, 3));
+    const convo2: UserViewTurn[] = [{ role: 'user', content: 'Hi! How can I help you today?' }];
+    convo2.push({ role: 'assistant', content: await patient.respond(convo2) }, convo[convo.length - 1]!);
+    assert.ok(!isUserStop(await patient.respond(convo2)), 'the default customer stays');
+
+    const s = await runEval(built.run);
+    assert.equal(s.finished, 4);
+    assert.equal(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).maxRefusals, 1);
+    await assert.rejects(runEval(buildEval(opts({ maxRefusals: 2 })).run), /different evaluation \(maxRefusals: 1 → 2\)/);
+    await assert.rejects(runEval(buildEval(opts({})).run), /maxRefusals: 1 → undefined/);
+    assert.throws(() => buildEval({ ...opts({ maxRefusals: 1 }), user: 'ticket' }), /--max-refusals applies to --user scripted/);
+    assert.throws(() => buildEval(opts({ maxRefusals: 0 })), /--max-refusals must be an integer >= 1/);
   });
 
   it('evaluates a checkpoint through the model server (--agent checkpoint), recording token usage', async () => {

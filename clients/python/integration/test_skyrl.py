@@ -128,7 +128,7 @@ def test_turn_budget_and_config_errors(env_server):
         assert out["done"] and out["reward"] == 0.0 and out["metadata"]["terminationReason"] == "max_turns"
     finally:
         env.close()
-    for bad, match in [({"env": "GuessNumber-v0"}, "env must be"), ({"user": "robot"}, "user must be"), ({"colour": "red"}, "Unknown longrun env_config keys"),
+    for bad, match in [({"env": ""}, "env must be"), ({"env": "fixture/counter-v0", "max_steps": 5}, "retail"), ({"user": "robot"}, "user must be"), ({"colour": "red"}, "Unknown longrun env_config keys"),
                        ({"action_format": "xml"}, "action_format"), ({"tool_result_role": "system"}, "tool_result_role")]:
         with pytest.raises(ValueError, match=match):
             LongrunTextEnv(env_config={"server_url": env_server.url, **bad}, extras={"extra_info": {"task_id": "5"}})

@@ -86,8 +86,10 @@ def test_an_unbounded_seeded_stream_of_synthetic_tasks(tmp_path, synth_set, synt
 
 
 def test_taskset_config_is_validated(tmp_path):
-    with pytest.raises(ValidationError, match="env must be one of"):
-        Config(env="GuessNumber-v0")
+    with pytest.raises(ValidationError, match="env must be"):
+        Config(env="")
+    with pytest.raises(ValidationError, match="retail"):
+        Config(env="fixture/counter-v0", user="scripted")
     with pytest.raises(ValidationError, match="user must be one of"):
         Config(user="robot")
     with pytest.raises(ValidationError, match="not both"):

@@ -47,6 +47,16 @@ class LongrunClient:
     def envs(self) -> list[str]:
         return self.request("GET", "/envs")["envs"]
 
+    def tasks(self, env_id: str, split: str | None = None) -> dict[str, list[str]]:
+        """The task ids of each split of ``env_id`` (envs defined with ``defineEnv`` and the retail envs), or of
+        ``split`` only."""
+        if not isinstance(env_id, str) or env_id == "":
+            raise ValueError(f"env_id must be a non-empty string, got {env_id!r}")
+        path = "/envs/" + urllib.parse.quote(env_id, safe="") + "/tasks"
+        if split is not None:
+            path += "?split=" + urllib.parse.quote(split, safe="")
+        return self.request("GET", path)["splits"]
+
     def create_session(self, env_id: str, kwargs: dict | None = None, seed: int | None = None, compact_info: bool = False) -> dict:
         body: dict[str, Any] = {"env_id": env_id}
         if kwargs:
@@ -80,6 +90,10 @@ class LongrunClient:
 
     def tools(self, session_id: str) -> list:
         return self.request("GET", self.session_path(session_id, "tools"))["tools"]
+
+    def messages(self, session_id: str) -> list[dict]:
+        """The env's record of the session's episode so far (tool-use envs): every message, greeting first."""
+        return self.request("GET", self.session_path(session_id, "messages"))["messages"]
 
     def render(self, session_id: str) -> Any:
         return self.request("GET", self.session_path(session_id, "render"))["frame"]

@@ -1,4 +1,5 @@
-"""τ²-bench retail episodes from a longrun env server as a SkyRL text environment (``skyrl_gym``'s ``BaseTextEnv``).
+"""Tool-use episodes from a longrun env server — τ²-bench retail, or any env defined with ``defineEnv`` that the server
+serves — as a SkyRL text environment (``skyrl_gym``'s ``BaseTextEnv``).
 
 SkyRL's generator renders the conversation with the policy's chat template, samples a completion and passes the
 decoded text to ``env.step``; the env returns the messages to append. This env turns that text into a τ² agent
@@ -16,9 +17,10 @@ simulator, and when the episode ends the reward is τ²'s (from the server's eva
 
 Configuration comes from the ``env_config`` SkyRL passes (``environment.skyrl_gym.<env_class>`` when its config
 allows one), then from the row's ``extras["extra_info"]``, then from the environment (``LONGRUN_ENV_URL``,
-``LONGRUN_SERVE_TOKEN``): ``server_url``, ``token_var``, ``env`` (``longrun/retail-v0``), ``user``, ``split``,
-``max_steps`` (200), ``max_errors`` (10), ``run_seed`` (300, as ``longrun eval --seed``), ``action_format``, ``tool_result_role``,
-``tools_in_prompt``. Each row names its episode in ``extra_info``: ``task_id`` and ``trial`` (the episode seed is
+``LONGRUN_SERVE_TOKEN``): ``server_url``, ``token_var``, ``env`` (``longrun/retail-v0``, or any tool-use env id the
+server serves), ``user``, ``split``, ``max_steps`` (200), ``max_errors`` (10) (``user``, ``max_steps`` and
+``max_errors`` configure the retail envs only), ``run_seed`` (300, as ``longrun eval --seed``), ``action_format``,
+``tool_result_role``, ``tools_in_prompt``. Each row names its episode in ``extra_info``: ``task_id`` and ``trial`` (the episode seed is
 ``pair_seed(run_seed, task_id, trial)``, as ``longrun eval``'s), or an explicit episode ``seed``.
 
 Register with ``longrun_client.skyrl.register()`` (id ``"longrun"``) inside SkyRL's entrypoint, and build a dataset
@@ -35,7 +37,7 @@ from typing import Any
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from .http import LongrunClient
-from .tau2 import EMPTY_REPLY_TEXT, RETAIL_ENV_IDS, USER_KINDS, Tau2Session, agent_tools, pair_seed
+from .tau2 import EMPTY_REPLY_TEXT, USER_KINDS, Tau2Session, agent_tools, is_retail, pair_seed
 
 ENV_CLASS = "longrun"
 ACTION_FORMATS = ("hermes", "tau2")
@@ -151,8 +153,12 @@ class LongrunTextEnv(BaseTextEnv):
         unknown = sorted(set(given) - set(DEFAULTS))
         if unknown:
             raise ValueError(f"Unknown longrun env_config keys {unknown}; known: {sorted(DEFAULTS)}")
-        if cfg["env"] not in RETAIL_ENV_IDS:
-            raise ValueError(f"env must be one of {RETAIL_ENV_IDS}, got {cfg['env']!r}")
+        if not isinstance(cfg["env"], str) or not cfg["env"].strip():
+            raise ValueError(f"env must be the id of a tool-use env the server serves, got {cfg['env']!r}")
+        if not is_retail(cfg["env"]):
+            retail_only = sorted(k for k in ("user", "max_steps", "max_errors") if cfg[k] != DEFAULTS[k])
+            if retail_only:
+                raise ValueError(f"{retail_only} configure the τ² retail envs; {cfg['env']} brings its own user, turn limit and reward")
         if cfg["user"] not in USER_KINDS:
             raise ValueError(f"user must be one of {USER_KINDS}, got {cfg['user']!r}")
         if cfg["action_format"] not in ACTION_FORMATS:
@@ -181,7 +187,7 @@ class LongrunTextEnv(BaseTextEnv):
         return LongrunClient(self.config["server_url"], token=token)
 
     def init(self, prompt: Any = None) -> tuple[list[dict], dict[str, Any]]:
-        kwargs: dict[str, Any] = {"user": self.config["user"], "maxSteps": int(self.config["max_steps"]), "maxErrors": int(self.config["max_errors"])}
+        kwargs: dict[str, Any] = {"user": self.config["user"], "maxSteps": int(self.config["max_steps"]), "maxErrors": int(self.config["max_errors"])} if is_retail(self.config["env"]) else {}
         if self.config["split"] is not None:
             kwargs["split"] = self.config["split"]
         self.close()
@@ -223,7 +229,7 @@ class LongrunTextEnv(BaseTextEnv):
             # SkyRL's turn budget ran out before τ² ended the episode: like τ²'s max_steps, no reward.
             self.outcome = {**self.session.outcome(), "reward": 0.0, "terminationReason": "max_turns"}
             return BaseTextEnvStepOutput(observations=[], reward=0.0, done=True, metadata=self.outcome)
-        return BaseTextEnvStepOutput(observations=observations, reward=0.0, done=False, metadata={"steps": result.info.get("stepCount")})
+        return BaseTextEnvStepOutput(observations=observations, reward=0.0, done=False, metadata={"steps": result.info.get("stepCount", result.info.get("turns"))})
 
     def get_metrics(self) -> dict[str, Any]:
         o = self.outcome or {}

@@ -1,4 +1,5 @@
-"""τ²-bench episodes on a longrun env server, seen from the agent's side — what every trainer adapter shares.
+"""Tool-use episodes on a longrun env server (τ²-bench retail, or any env defined with ``defineEnv`` that the server
+serves), seen from the agent's side — what every trainer adapter shares.
 
 ``longrun eval --agent openai`` runs τ²'s LLM agent: each turn it sends τ²'s system prompt, the conversation so far
 in OpenAI chat format and the domain's tools (without the gym's ``done``) to an OpenAI-compatible model, and turns
@@ -12,8 +13,9 @@ episode and gets the same reward:
   ``"(no response)"``).
 - :func:`chat_request` is the request body ``OpenAIAgent`` sends.
 - :class:`Tau2Session` is one env-server session in which episodes are reset and stepped; it asks the server for
-  the whole message history at every step (``allMessagesAsObservation``), so prompts are built from the env's own
-  record of the conversation rather than from what the model emitted.
+  the whole message history at every step (retail: ``allMessagesAsObservation``; other tool-use envs:
+  ``GET /sessions/{id}/messages``), so prompts are built from the env's own record of the conversation rather than
+  from what the model emitted.
 """
 
 from __future__ import annotations
@@ -23,12 +25,19 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import NotFound
 from .http import LongrunClient
 
 DONE_TOOL_NAME = "done"
 EMPTY_REPLY_TEXT = "(no response)"
 RETAIL_ENV_IDS = ("longrun/retail-v0", "longrun/retail-v1")
 USER_KINDS = ("ticket", "scripted", "llm")
+RETAIL_KWARGS = ("user", "maxSteps", "maxErrors", "enforceCommunicationProtocol", "allMessagesAsObservation")
+
+
+def is_retail(env_id: str) -> bool:
+    """Whether ``env_id`` is one of the τ² retail envs (their kwargs: ``user``, ``maxSteps``, ``maxErrors``, …)."""
+    return env_id in RETAIL_ENV_IDS
 
 
 def pair_seed(run_seed: int, task_id: str, trial: int) -> int:
@@ -157,12 +166,15 @@ class StepResult:
 
 @dataclass
 class Tau2Session:
-    """One env-server session of a retail env (``longrun/retail-v0`` or ``-v1``) played by an external agent.
+    """One env-server session of a tool-use env played by an external agent: a retail env (``longrun/retail-v0`` or
+    ``-v1``) or any env defined with ``defineEnv`` that the server serves (``longrun serve env --env my-env.ts``).
 
-    ``kwargs`` are the env kwargs (``split``, ``user``, ``maxSteps``, ``maxErrors``); ``maxSteps``/``maxErrors``
-    default to ``longrun eval``'s 200/10. ``reset`` starts an episode of ``task_id`` (or a task the env draws with
-    ``seed`` when ``task_id`` is None); ``step`` plays one agent turn. ``messages`` is the env's whole record of the
-    episode (greeting first), ``openai_messages()`` the agent's prompt for the next turn."""
+    ``kwargs`` are the env kwargs. Retail: ``split``, ``user``, ``maxSteps``, ``maxErrors``, with ``maxSteps``/
+    ``maxErrors`` defaulting to ``longrun eval``'s 200/10. A defined env: ``split`` (its tools, user, turn limit and
+    reward are the module's). ``reset`` starts an episode of ``task_id`` (or a task the env draws with ``seed`` when
+    ``task_id`` is None); ``step`` plays one agent turn. ``messages`` is the env's whole record of the episode
+    (greeting first), ``openai_messages()`` the agent's prompt for the next turn. An env that keeps no conversation
+    (e.g. ``GuessNumber-v0``) is refused: use :class:`~longrun_client.LongrunEnv` for it."""
 
     client: LongrunClient
     env_id: str = "longrun/retail-v0"
@@ -176,10 +188,22 @@ class Tau2Session:
     done: bool = False
 
     def __post_init__(self) -> None:
-        if self.env_id not in RETAIL_ENV_IDS:
-            raise ValueError(f"Tau2Session plays the τ² retail envs {RETAIL_ENV_IDS}, not {self.env_id!r} (use LongrunEnv for the others)")
+        if not isinstance(self.env_id, str) or self.env_id == "":
+            raise ValueError(f"env_id must be a non-empty string, got {self.env_id!r}")
         if not isinstance(self.kwargs, dict):
             raise TypeError(f"kwargs must be a dict of env kwargs, got {type(self.kwargs).__name__}")
+        if not is_retail(self.env_id):
+            retail_only = sorted(k for k in self.kwargs if k in RETAIL_KWARGS)
+            if retail_only:
+                raise ValueError(f"{retail_only} are kwargs of the τ² retail envs; {self.env_id} takes split (its user, turn limit and reward come from its module)")
+            created = self.client.create_session(self.env_id, kwargs=dict(self.kwargs), compact_info=True)
+            self.session_id = created["session_id"]
+            try:
+                self.client.messages(self.session_id)
+            except NotFound:
+                self.close()
+                raise ValueError(f"Tau2Session plays tool-use envs (the τ² retail envs and envs defined with defineEnv); {self.env_id} keeps no conversation (use LongrunEnv for it)") from None
+            return
         user = self.kwargs.get("user", "ticket")
         if user not in USER_KINDS:
             raise ValueError(f"kwargs['user'] must be one of {USER_KINDS}, got {user!r}")
@@ -188,6 +212,13 @@ class Tau2Session:
         merged = {"maxSteps": 200, "maxErrors": 10, **self.kwargs, "allMessagesAsObservation": True}
         created = self.client.create_session(self.env_id, kwargs=merged, compact_info=True)
         self.session_id = created["session_id"]
+
+    def _history(self, observation: dict) -> list[dict]:
+        """The env's whole record of the episode: the observation itself for retail (allMessagesAsObservation), the
+        session's messages for other tool-use envs."""
+        if is_retail(self.env_id):
+            return list(observation["messages"])
+        return list(self.client.messages(self._sid()))
 
     def reset(self, seed: int, task_id: str | None = None) -> list[dict]:
         """Starts an episode; returns the env's messages so far (greeting and the user's opening message)."""
@@ -198,7 +229,7 @@ class Tau2Session:
         self.task_id = info.get("taskId")
         self.system_prompt = info.get("systemPrompt", "")
         self.tools = list(info.get("tools") or [])
-        self.messages = list(reply["observation"]["messages"])
+        self.messages = self._history(reply["observation"])
         self.done = info.get("terminationReason") is not None
         return list(self.messages)
 
@@ -211,7 +242,7 @@ class Tau2Session:
         if self.done:
             raise RuntimeError("The episode has ended; reset before stepping again")
         reply = self.client.step(self._sid(), turn)
-        history = list(reply["observation"]["messages"])
+        history = self._history(reply["observation"])
         added = history[len(self.messages):]
         self.messages = history
         self.info = reply["info"]
@@ -222,18 +253,23 @@ class Tau2Session:
 
     @property
     def reward_info(self) -> dict | None:
-        """τ²'s reward breakdown once the episode ended (``reward``, ``dbCheck``, …), else None."""
+        """The reward and its breakdown once the episode ended (retail: τ²'s ``reward``, ``dbCheck``, …; a defined
+        env: ``reward`` and the reward function's ``info``), else None."""
         return self.info.get("rewardInfo")
 
     def outcome(self) -> dict:
-        """What ``longrun eval`` records for a finished episode: reward, termination reason, steps, tool errors."""
+        """What ``longrun eval`` records for a finished episode: reward, termination reason, steps, tool errors.
+        Steps are τ²'s step count for retail, agent turns for a defined env."""
         reward_info = self.reward_info or {}
+        tool_errors = self.info.get("numErrors")
+        if tool_errors is None:
+            tool_errors = sum(1 for m in self.messages if m.get("role") == "tool" and m.get("error"))
         return {
             "taskId": self.task_id,
             "reward": float(reward_info.get("reward", 0.0)) if self.done else None,
             "terminationReason": self.info.get("terminationReason"),
-            "steps": self.info.get("stepCount", 0),
-            "toolErrors": self.info.get("numErrors", 0),
+            "steps": self.info.get("stepCount", self.info.get("turns", 0)),
+            "toolErrors": tool_errors,
             "rewardInfo": self.reward_info,
         }
 

@@ -1,11 +1,12 @@
-"""τ²-bench retail and synthetic retail tasks from a longrun env server as a `verifiers` (v1) environment — the
-interface prime-rl trains on and ``vf-eval`` evaluates with.
+"""Tool-use tasks from a longrun env server — τ²-bench retail, synthetic retail, or any env defined with ``defineEnv``
+that the server serves (``longrun serve env --env my-env.ts``) — as a `verifiers` (v1) environment, the interface
+prime-rl trains on and ``vf-eval`` evaluates with.
 
 One package, three exports, as verifiers' loader expects (taskset id ``longrun-verifiers``):
 
-- :class:`LongrunTaskset` — the tasks: τ² task ids (given, or read from a τ² ``tasks.json``) × trials, each with
-  ``longrun eval``'s per-(task, trial) seed; or, with no ids, an unbounded stream of seeds for which the server draws
-  tasks from its split (synthetic task sets).
+- :class:`LongrunTaskset` — the tasks: task ids (given, read from a τ² ``tasks.json``, or listed by the server for the
+  split with ``from_server``) × trials, each with ``longrun eval``'s per-(task, trial) seed; or, with no ids, an
+  unbounded stream of seeds for which the server draws tasks from its split (synthetic task sets).
 - :class:`LongrunEnv` — one episode = one session on the env server. The env's ``run()`` is the user's side of the
   conversation: it resets the session, sends each agent turn to the server (tool calls run on the server's τ² DB;
   text goes to the server's user simulator) and hands back what happened as the next turn's messages.
@@ -13,8 +14,9 @@ One package, three exports, as verifiers' loader expects (taskset id ``longrun-v
   verifiers' interception endpoint with τ²'s system prompt, the domain's tools as the model's tools and the
   conversation as the env recorded it — byte for byte the request ``longrun eval --agent openai`` sends.
 
-The reward is τ²'s, computed by the server when the episode ends (DB check × COMMUNICATE / NL assertions, per the
-task's reward basis), recorded on the trace by the task's ``tau2_reward``.
+The reward is the env's, computed by the server when the episode ends (retail: τ²'s DB check × COMMUNICATE / NL
+assertions, per the task's reward basis; a defined env: its reward function, on whatever scale it returns), recorded
+on the trace by the task's ``tau2_reward``.
 
 Point it at a server with ``--env.taskset.server-url`` (default ``$LONGRUN_ENV_URL``); the bearer token is read from
 the environment variable named by ``--env.taskset.token-var`` (default ``LONGRUN_SERVE_TOKEN``).
@@ -36,7 +38,7 @@ import verifiers.v1 as vf
 from pydantic import Field, field_validator, model_validator
 
 from longrun_client.http import LongrunClient
-from longrun_client.tau2 import RETAIL_ENV_IDS, USER_KINDS, Tau2Session, agent_tools, chat_request, pair_seed, turn_from_reply
+from longrun_client.tau2 import USER_KINDS, Tau2Session, agent_tools, chat_request, is_retail, pair_seed, turn_from_reply
 
 __all__ = ["LongrunEnv", "LongrunHarness", "LongrunTaskset"]
 
@@ -65,10 +67,10 @@ class LongrunTask(vf.Task[LongrunTaskData, vf.State, vf.TaskConfig]):
 
     @vf.reward
     async def tau2_reward(self, trace: vf.Trace) -> float:
-        """τ²'s reward for the episode, as the longrun env server evaluated it."""
+        """The env's reward for the episode (τ²'s for retail), as the longrun env server evaluated it."""
         outcome = trace.info.get(OUTCOME_KEY)
         if not outcome or outcome.get("reward") is None:
-            raise ValueError("the episode did not finish on the env server, so it has no τ² reward (see the trace's errors)")
+            raise ValueError("the episode did not finish on the env server, so it has no reward (see the trace's errors)")
         return float(outcome["reward"])
 
     @vf.metric
@@ -86,12 +88,15 @@ class LongrunTasksetConfig(vf.TasksetConfig):
     token_var: str = "LONGRUN_SERVE_TOKEN"
     """Environment variable holding the server's bearer token (unset or empty: no token)."""
     env: str = "longrun/retail-v0"
-    """`longrun/retail-v0` (DB × COMMUNICATE) or `longrun/retail-v1` (NL assertions: the server needs a judge)."""
+    """Any tool-use env the server serves: `longrun/retail-v0` (DB × COMMUNICATE), `longrun/retail-v1` (NL
+    assertions: the server needs a judge), or an env defined with defineEnv (`longrun serve env --env my-env.ts`)."""
     task_ids: list[str] | None = None
-    """τ² task ids to play, in order."""
+    """Task ids to play, in order."""
     tasks_file: str | None = None
     """A τ²-format tasks.json (τ²'s own or `longrun gen tasks` output) whose ids to play, when `task_ids` is unset.
-    With neither, the taskset is unbounded: episode i plays the task the server draws with seed i."""
+    With neither (and no `from_server`), the taskset is unbounded: episode i plays the task the server draws with seed i."""
+    from_server: bool = False
+    """Play every task of `split` as the server lists it (`GET /envs/{id}/tasks`), in order."""
     trials: int = Field(1, ge=1)
     """Episodes per task, each with its own seed (`longrun eval --trials`)."""
     seed: int = Field(300, ge=0)
@@ -99,9 +104,12 @@ class LongrunTasksetConfig(vf.TasksetConfig):
     split: str | None = None
     """The env's task split (server default: `base`)."""
     user: str = "ticket"
-    """User simulator on the server: `ticket`, `scripted` (synthetic task sets) or `llm` (server started with one)."""
+    """Retail: the user simulator on the server: `ticket`, `scripted` (synthetic task sets) or `llm` (server started
+    with one). A defined env brings its own user."""
     max_steps: int = Field(200, ge=1)
+    """Retail: τ²'s step limit (a defined env has its own `maxTurns`)."""
     max_errors: int = Field(10, ge=1)
+    """Retail: tool errors before the episode ends."""
     max_tokens: int | None = Field(None, ge=1)
     """Completion cap sent with every request (`longrun eval --max-tokens`); `--sampling.max-tokens` overrides it."""
     temperature: float = Field(0.0, ge=0)
@@ -109,9 +117,9 @@ class LongrunTasksetConfig(vf.TasksetConfig):
 
     @field_validator("env")
     @classmethod
-    def _retail_only(cls, v: str) -> str:
-        if v not in RETAIL_ENV_IDS:
-            raise ValueError(f"env must be one of {RETAIL_ENV_IDS}, got {v!r}")
+    def _env_id(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("env must be the id of a tool-use env the server serves, got an empty string")
         return v
 
     @field_validator("user")
@@ -123,14 +131,19 @@ class LongrunTasksetConfig(vf.TasksetConfig):
 
     @model_validator(mode="after")
     def _ids_or_file(self) -> "LongrunTasksetConfig":
-        if self.task_ids is not None and self.tasks_file is not None:
-            raise ValueError("give task_ids or tasks_file, not both")
+        if sum([self.task_ids is not None, self.tasks_file is not None, self.from_server]) > 1:
+            raise ValueError("give task_ids, tasks_file or from_server, not both")
+        if not is_retail(self.env):
+            defaults = {"user": "ticket", "max_steps": 200, "max_errors": 10}
+            retail_only = sorted(k for k, v in defaults.items() if getattr(self, k) != v)
+            if retail_only:
+                raise ValueError(f"{retail_only} configure the τ² retail envs; {self.env} brings its own user, turn limit and reward")
         if self.task_ids is not None and len(self.task_ids) == 0:
             raise ValueError("task_ids is empty; leave it unset to play every task of tasks_file or a seeded stream")
         return self
 
     def env_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"user": self.user, "maxSteps": self.max_steps, "maxErrors": self.max_errors}
+        kwargs: dict[str, Any] = {"user": self.user, "maxSteps": self.max_steps, "maxErrors": self.max_errors} if is_retail(self.env) else {}
         if self.split is not None:
             kwargs["split"] = self.split
         return kwargs
@@ -157,11 +170,15 @@ class LongrunTaskset(vf.Taskset[LongrunTask, LongrunTasksetConfig]):
     @property
     def INFINITE(self) -> bool:  # noqa: N802 - verifiers' attribute name
         """An unbounded seeded stream when no task ids are known (verifiers then needs -n or a bounded view)."""
-        return self.config.task_ids is None and self.config.tasks_file is None
+        return self.config.task_ids is None and self.config.tasks_file is None and not self.config.from_server
 
     def load(self) -> Iterator[LongrunTask]:
         c = self.config
         ids = c.task_ids if c.task_ids is not None else _task_ids_from_file(c.tasks_file) if c.tasks_file is not None else None
+        if c.from_server:
+            # The split the sessions play: the one given, else the env's default (retail: base; a defined env: train).
+            split = c.split if c.split is not None else ("base" if is_retail(c.env) else "train")
+            ids = c.client().tasks(c.env, split)[split]
         kwargs = c.env_kwargs()
         sampling = {"temperature": c.temperature, "max_tokens": c.max_tokens}
         if ids is None:

@@ -207,8 +207,11 @@ function grpoPanels(arms: readonly { arm: HeldOutArm; rows: readonly Row[] }[]):
     id, title, xLabel: 'GRPO step', yLabel, ...(yRange ? { yRange } : {}),
     series: arms.flatMap(({ arm, rows }) => parts.map(([what, kind, key, scale, dashed]) => ({ name: name(arm, what), points: series(rows, kind, key, scale), dashed })).filter((s) => s.points.length > 0)),
   });
+  // Rewards are whatever the env's reward function returns: the 0–1 axis only when every training value lies in it.
+  const trainRewards = arms.flatMap(({ rows }) => [...series(rows, 'train', 'reward/mean'), ...series(rows, 'train', 'success/mean')].map((p) => p[1]));
+  const unit = withinUnit(trainRewards);
   return [
-    chart('train-reward', 'Training reward', 'mean reward per episode (0–1)', [0, 1], [
+    chart('train-reward', 'Training reward', unit ? 'mean reward per episode (0–1)' : 'mean reward per episode', unit ? [0, 1] : undefined, [
       ['reward (training episodes)', 'train', 'reward/mean', 1, false],
       ['success (reward 1)', 'train', 'success/mean', 1, true],
     ]),
@@ -296,6 +299,11 @@ function wallOf(rows: readonly Row[]): number | null {
     total += s;
   }
   return total;
+}
+
+/** Whether every mean lies in [0, 1]: then a reward chart keeps its 0–1 axis (widened by any ±1 s.e. band past it). */
+export function withinUnit(values: readonly number[]): boolean {
+  return values.every((v) => v >= 0 && v <= 1);
 }
 
 export function formatSeconds(s: number): string {
@@ -435,10 +443,15 @@ export function buildOverview(dir: string, shownDir: string = dir): Overview {
   }).filter((s) => s.points.length > 0);
   const charts: Chart[] = [];
   if (all.length) {
-    charts.push({ id: 'heldout-step', title: 'Held-out reward by GRPO step', xLabel: 'GRPO step', yLabel: 'mean reward per task (0–1), ± 1 s.e.', yRange: [0, 1], series: bySeries((p) => p.step), references });
+    // The 0–1 axis only when every held-out mean and baseline lies in it; otherwise the data set the range.
+    const values = [...all.flatMap((a) => a.points.map((p) => p.reward)), ...references.map((r) => r.y)];
+    const unitScale = withinUnit(values);
+    const yLabel = unitScale ? 'mean reward per task (0–1), ± 1 s.e.' : 'mean reward per task, ± 1 s.e.';
+    const yRange: { yRange?: [number, number] } = unitScale ? { yRange: [0, 1] } : {};
+    charts.push({ id: 'heldout-step', title: 'Held-out reward by GRPO step', xLabel: 'GRPO step', yLabel, ...yRange, series: bySeries((p) => p.step), references });
     const timed = bySeries((p) => (p.wallS === null ? null : p.wallS / div));
     if (timed.length) {
-      charts.push({ id: 'heldout-wall', title: 'Held-out reward by wall time', xLabel: `wall time of the training steps (${unit})`, yLabel: 'mean reward per task (0–1), ± 1 s.e.', yRange: [0, 1], series: timed, references, note: 'validation time is not counted' });
+      charts.push({ id: 'heldout-wall', title: 'Held-out reward by wall time', xLabel: `wall time of the training steps (${unit})`, yLabel, ...yRange, series: timed, references, note: 'validation time is not counted' });
     }
   }
   panels.unshift(...grpoPanels(arms));

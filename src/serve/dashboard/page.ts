@@ -312,7 +312,11 @@ function renderMessage(m) {
   return box;
 }
 
-async function fillPane(pane, set, item) {
+/** Rewards of a set all in [0, 1]: reward 1 is a success (green), anything less is not (red); other scales stay uncoloured. */
+const unitRewards = (items) => items.every((s) => typeof s.reward !== 'number' || (s.reward >= 0 && s.reward <= 1));
+const rewardClass = (r, unit) => (unit ? (r === 1 ? 'ok' : 'bad') : 'plain');
+
+async function fillPane(pane, set, item, unit = true) {
   pane.replaceChildren();
   if (!set) return;
   pane.append(el('h3', '', set.label));
@@ -321,7 +325,7 @@ async function fillPane(pane, set, item) {
   const t = await get('/api/trajectory?file=' + encodeURIComponent(set.file) + '&index=' + item.index);
   pane.lastChild.remove();
   const head = el('div', 'head', 'task ' + (t.taskId ?? '?') + ' · sample ' + (t.trial ?? t.sample ?? '?') + ' · reward ');
-  head.append(el('b', t.reward === 1 ? 'ok' : 'bad', String(t.reward)));
+  head.append(el('b', rewardClass(t.reward, unit && unitRewards([t])), String(t.reward)));
   head.append(document.createTextNode(' · ' + (t.terminationReason ?? t.termination ?? t.status ?? '') + (typeof t.turns === 'number' ? ' · ' + t.turns + ' turns' : '') + (typeof t.toolCalls === 'number' ? ' · ' + t.toolCalls + ' tool calls (' + t.toolErrors + ' failed)' : '') + (typeof t.parseErrors === 'number' ? ' · ' + t.parseErrors + ' unparsed turns' : '')));
   if (t.error) head.append(el('div', 'bad', t.error));
   pane.append(head);
@@ -365,17 +369,18 @@ function renderTrajectories(ov) {
     const keys = [...new Set([...mapA.keys(), ...mapB.keys()])];
     const mean = (xs) => { const r = xs.map((s) => s.reward).filter((x) => typeof x === 'number'); return r.length ? r.reduce((p, q) => p + q, 0) / r.length : null; };
     document.getElementById('trajStats').textContent = 'left: ' + ia.items.length + ' episodes, mean reward ' + f3(mean(ia.items)) + (sb ? '; right: ' + ib.items.length + ' episodes, mean reward ' + f3(mean(ib.items)) : '') + (ia.skipped + ib.skipped ? '; ' + (ia.skipped + ib.skipped) + ' unreadable line(s) skipped' : '');
+    const unit = unitRewards(ia.items.concat(ib.items));
     let firstRow = null, firstWithBoth = null;
     for (const k of keys) {
       const ea = mapA.get(k), eb = mapB.get(k);
       const any = ea || eb;
       const tr = el('tr', 'traj'); tr.tabIndex = 0; tr.dataset.key = k;
-      const cell = (e) => el('td', 'num ' + (e ? (e.reward === 1 ? 'ok' : 'bad') : ''), e ? (e.reward ?? '–') + (e.hasMessages === false ? ' ·' : '') : '');
+      const cell = (e) => el('td', 'num ' + (e ? rewardClass(e.reward, unit) : ''), e ? (e.reward ?? '–') + (e.hasMessages === false ? ' ·' : '') : '');
       tr.append(el('td', '', any.taskId ?? ''), el('td', 'num', String(any.trial ?? '')), cell(ea), cell(eb));
       const open = () => {
         document.querySelectorAll('tr.selected').forEach((r) => r.classList.remove('selected'));
         tr.classList.add('selected');
-        return Promise.all([fillPane(document.getElementById('paneA'), sa, ea), fillPane(document.getElementById('paneB'), sb, eb)]).catch(showError);
+        return Promise.all([fillPane(document.getElementById('paneA'), sa, ea, unit), fillPane(document.getElementById('paneB'), sb, eb, unit)]).catch(showError);
       };
       tr.addEventListener('click', open);
       tr.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); open(); } });

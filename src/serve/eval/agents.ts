@@ -48,8 +48,11 @@ export interface PlayedEpisode {
 /** An agent that plays whole episodes: it resets and steps the env itself (seeded with `seed`, on `task`). */
 export interface EpisodeEvalAgent {
   readonly name: string;
-  play(env: ToolUseEnv, episode: { task: Task; seed: number }): Promise<PlayedEpisode>;
+  play(env: EvalEnvLike, episode: { task: Task; seed: number }): Promise<PlayedEpisode>;
 }
+
+/** The env an episode agent plays: τ²'s ToolUseEnv or one of its shape (runner.ts `EvalEnv`). */
+export type EvalEnvLike = Pick<ToolUseEnv, 'reset' | 'step'> & { readonly tools?: readonly ToolSchema[] };
 
 export type AnyEvalAgent = EvalAgent | EpisodeEvalAgent;
 

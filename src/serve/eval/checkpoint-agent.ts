@@ -3,8 +3,8 @@
  * a free loopback port for the duration of the run, and plays every episode with the token-level `AgentLoop` of
  * training (src/rollout/agent-loop.ts) against its `/v1/completions` endpoint (token ids in, token ids and log-probs
  * out): the prompt is rendered once by the chat format, sampled tokens are kept verbatim, observations are appended as
- * token deltas. So the model sees, token for token, what GRPO's in-process rollouts and scripts/probe-heldout.ts show
- * it for the same system prompt, tools, limits and seeds — which chat completions cannot promise, since they re-render
+ * token deltas. So the model sees, token for token, what GRPO's in-process rollouts show it
+ * for the same system prompt, tools, limits and seeds — which chat completions cannot promise, since they re-render
  * the whole conversation from parsed messages every turn (sampled JSON re-serialised, malformed turns replaced).
  *
  * The prompt defaults to the env's (τ²'s agent system prompt around the task set's policy.md, the env's tools with
@@ -21,13 +21,12 @@ import type { TokenUsage } from '../../llm/openai/chat-client.ts';
 import { AgentLoop, type AgentEnv, type SamplingConfig } from '../../rollout/agent-loop.ts';
 import type { GenerationRequest, GenerationResult, InferenceEngine } from '../../rollout/inference.ts';
 import { OpenAICompatibleEngine } from '../../rollout/openai-engine.ts';
-import type { ToolUseEnv } from '../../tooluse/env.ts';
 import { GREETING } from '../../tooluse/orchestrator.ts';
 import type { Task } from '../../tooluse/tasks.ts';
 import { serveCheckpoint } from '../model-serve.ts';
 import { loadModel } from '../../model/checkpoint/index.ts';
 import { createStepModelEngine } from '../../rollout/model-engine.ts';
-import type { EpisodeEvalAgent, PlayedEpisode } from './agents.ts';
+import type { EpisodeEvalAgent, EvalEnvLike, PlayedEpisode } from './agents.ts';
 import type { EvalCliOptions } from './setup.ts';
 
 /** How the checkpoint agent builds its prompt and samples (the CLI fills it from flags and the model's longrun.json). */
@@ -55,6 +54,8 @@ export interface TokenLoopAgentOptions extends CheckpointAgentSettings {
   contextLength: number;
   /** The env's step limit, the default turn limit. */
   maxSteps: number;
+  /** The assistant greeting that opens the prompt: τ²'s by default (retail); null for none (an env without one). */
+  greeting?: string | null;
 }
 
 /** An engine that caps each request to the context and remembers when the context was full. */
@@ -90,7 +91,7 @@ class ContextCap implements InferenceEngine {
 }
 
 /** Records the env's last info for the eval record (the agent loop keeps only the reward info). */
-function tracking(env: ToolUseEnv): { env: AgentEnv; last: () => Record<string, unknown> } {
+function tracking(env: EvalEnvLike): { env: AgentEnv; last: () => Record<string, unknown> } {
   let last: Record<string, unknown> = {};
   return {
     env: {
@@ -116,7 +117,7 @@ export class TokenLoopEvalAgent implements EpisodeEvalAgent {
     this.name = o.name;
   }
 
-  async play(env: ToolUseEnv, episode: { task: Task; seed: number }): Promise<PlayedEpisode> {
+  async play(env: EvalEnvLike, episode: { task: Task; seed: number }): Promise<PlayedEpisode> {
     const o = this.o;
     const engine = new ContextCap(o.engine, o.contextLength);
     const loop = new AgentLoop({
@@ -127,12 +128,14 @@ export class TokenLoopEvalAgent implements EpisodeEvalAgent {
       maxResponseTokens: o.maxResponseTokens ?? o.contextLength,
       maxTokensPerTurn: o.maxTokensPerTurn,
       onParseError: o.onParseError,
-      greeting: GREETING,
+      ...(o.greeting === null ? {} : { greeting: o.greeting ?? GREETING }),
       systemPrompt: o.systemPrompt,
-      tools: o.tools?.(env.tools as readonly ToolSpec[]),
+      tools: o.tools && env.tools ? o.tools(env.tools as readonly ToolSpec[]) : undefined,
     });
     const tracked = tracking(env);
     const t = await loop.run(tracked.env, { seed: episode.seed, taskId: episode.task.id });
+    // A failure that is not the agent's (the env's reward threw, a tool server died) is recorded as an error, never scored.
+    if (t.terminationReason === 'env_error') throw new Error(`env error: ${t.envError ?? 'unknown'}`);
     const envEnded = t.terminationReason === 'env_terminated' || t.terminationReason === 'env_truncated';
     return {
       info: tracked.last(),
@@ -149,7 +152,11 @@ export class TokenLoopEvalAgent implements EpisodeEvalAgent {
 export const CHECKPOINT_ENGINES = ['in-process', 'server'] as const;
 export type CheckpointEngine = (typeof CHECKPOINT_ENGINES)[number];
 
-export type CheckpointCliOptions = EvalCliOptions & { checkpoint?: string; tokenizer?: string; chatFormat?: string; checkpointAgent?: CheckpointAgentSettings; engine?: CheckpointEngine };
+export type CheckpointCliOptions = EvalCliOptions & {
+  checkpoint?: string; tokenizer?: string; chatFormat?: string; checkpointAgent?: CheckpointAgentSettings; engine?: CheckpointEngine;
+  /** Serve the model with its attention sinks ignored (ModelOptions.sinks 'ignore'); in-process engine only. */
+  ignoreSinks?: boolean;
+};
 
 /**
  * Runs `run` with the token-level agent in `agentInstance` over the checkpoint; other agents pass through. The
@@ -169,13 +176,14 @@ export async function withCheckpointAgent<T>(o: CheckpointCliOptions, run: (opts
   const name = basename(dir);
   const s: CheckpointAgentSettings = o.checkpointAgent ?? { sampling: { temperature: o.temperature ?? 0 }, maxTokensPerTurn: o.maxTokens };
   if ((o.engine ?? 'in-process') === 'in-process') {
-    const model = loadModel(dir, { grads: false });
+    const model = loadModel(dir, { grads: false, sinks: o.ignoreSinks ? 'ignore' : 'exact' });
     const contextLength = model.config.max_position_embeddings;
     const engine = createStepModelEngine(model, { maxBatchSize: Math.max(1, o.concurrency), sessionCapacity: contextLength });
     const agent = new TokenLoopEvalAgent({ ...s, name: `checkpoint:${name}`, engine, format, contextLength, maxSteps: o.maxSteps });
     return run({ ...o, model: name, agentInstance: agent });
   }
   if (o.engine !== 'server') throw new Error(`--engine must be one of ${CHECKPOINT_ENGINES.join(', ')}, got ${JSON.stringify(o.engine)}`);
+  if (o.ignoreSinks) throw new Error('--ignore-sinks runs with --engine in-process only (the model server serves the checkpoint as it is)');
   const server = await serveCheckpoint({ checkpoint: dir, tokenizer: tokenizerPath, chatFormat: format.name, modelName: name, port: 0 });
   try {
     const contextLength = await servedContextLength(server.url, name);

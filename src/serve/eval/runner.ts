@@ -1,9 +1,10 @@
 /**
  * Runs an evaluation: every (task, trial) pair once, `concurrency` episodes at a time, each in its own
- * `ToolUseEnv` (its own DB), with a per-pair seed derived from the run seed (so order and concurrency do not change
- * what an episode sees). Every finished episode is appended to the output folder at once, so a crashed or stopped run
- * resumes where it was: finished pairs are skipped, infrastructure errors (an LLM that kept failing, a judge that
- * gave no usable answer) are run again. Metrics follow τ² (tau2.md §7.6): infrastructure errors are excluded, and
+ * `ToolUseEnv` (its own DB) or, with `makeEnv`, its own env of that shape (an env defined with defineEnv), with a
+ * per-pair seed derived from the run seed (so order and concurrency do not change what an episode sees). Every
+ * finished episode is appended to the output folder at once, so a crashed or stopped run resumes where it was:
+ * finished pairs are skipped, infrastructure errors (an LLM that kept failing, a judge that gave no usable answer, an
+ * env error) are run again. Metrics follow τ² (tau2.md §7.6): infrastructure errors are excluded, and
  * success means reward within 1e-6 of 1.
  */
 import { createHash } from 'node:crypto';
@@ -13,7 +14,8 @@ import { ToolUseEnv } from '../../tooluse/env.ts';
 import type { Judge, RewardInfo } from '../../tooluse/evaluator.ts';
 import { computeMetrics, type AgentMetrics } from '../../tooluse/metrics.ts';
 import type { Task } from '../../tooluse/tasks.ts';
-import type { Domain } from '../../tooluse/types.ts';
+import type { Message } from '../../tooluse/messages.ts';
+import type { Domain, ToolSchema } from '../../tooluse/types.ts';
 import type { UserSimulator } from '../../tooluse/user.ts';
 import { isEpisodeAgent, type AnyEvalAgent, type EpisodeEvalAgent, type EvalAgent, type EvalAgentSession } from './agents.ts';
 import { pairKey, TrajectoryLog, type EpisodeRecord } from './trajectory-log.ts';
@@ -24,12 +26,27 @@ export interface Metered<T> {
   usage(): TokenUsage | null;
 }
 
+/**
+ * What an episode is played on: τ²'s `ToolUseEnv`, or any env of the same shape (an env defined with defineEnv,
+ * `DefinedToolEnv`, whose tools come in the reset info).
+ */
+export interface EvalEnv {
+  reset: ToolUseEnv['reset'];
+  step: ToolUseEnv['step'];
+  close(): Promise<void>;
+  readonly messages: readonly Message[];
+  readonly tools?: readonly ToolSchema[];
+}
+
 export interface EvalRunOptions<DB> {
-  domain: Domain<DB>;
-  tasks: readonly Task[];
+  /** The τ² domain episodes run on (a ToolUseEnv each), unless `makeEnv` is given. */
+  domain?: Domain<DB>;
+  /** A fresh env per episode (instead of a ToolUseEnv over `domain`); the user and turn limit are the env's. */
+  makeEnv?: () => EvalEnv;
+  tasks: readonly { id: string }[];
   agent: AnyEvalAgent;
-  /** A user simulator per episode. */
-  makeUser: () => Metered<UserSimulator>;
+  /** A user simulator per episode (ToolUseEnv only). */
+  makeUser?: () => Metered<UserSimulator>;
   /** A judge per episode, when the tasks need one. */
   makeJudge?: () => Metered<Judge>;
   trials: number;
@@ -70,11 +87,17 @@ export function pairSeed(runSeed: number, taskId: string, trial: number): number
 
 const emptyUsage = (): TokenUsage => ({ requests: 0, promptTokens: 0, completionTokens: 0, retries: 0, failures: 0 });
 
-async function runEpisode<DB>(o: EvalRunOptions<DB>, task: Task, trial: number): Promise<EpisodeRecord> {
-  const seed = pairSeed(o.seed, task.id, trial);
+function makeEpisodeEnv<DB>(o: EvalRunOptions<DB>): { env: EvalEnv; user: Metered<UserSimulator> | null; judge: Metered<Judge> | undefined } {
+  if (o.makeEnv) return { env: o.makeEnv(), user: null, judge: undefined };
+  if (!o.domain || !o.makeUser) throw new Error('runEval needs a domain and makeUser, or makeEnv');
   const user = o.makeUser();
   const judge = o.makeJudge?.();
-  const env = new ToolUseEnv({ domain: o.domain, tasks: o.tasks, user: user.value, judge: judge?.value, maxSteps: o.maxSteps, maxErrors: o.maxErrors });
+  return { env: new ToolUseEnv({ domain: o.domain, tasks: o.tasks as readonly Task[], user: user.value, judge: judge?.value, maxSteps: o.maxSteps, maxErrors: o.maxErrors }), user, judge };
+}
+
+async function runEpisode<DB>(o: EvalRunOptions<DB>, task: Task, trial: number): Promise<EpisodeRecord> {
+  const seed = pairSeed(o.seed, task.id, trial);
+  const { env, user, judge } = makeEpisodeEnv(o);
   const started = Date.now();
   let info: Record<string, unknown> = {};
   let status: EpisodeRecord['status'] = 'ok';
@@ -104,10 +127,10 @@ async function runEpisode<DB>(o: EvalRunOptions<DB>, task: Task, trial: number):
     status,
     reward: ok ? (played.reward ?? rewardInfo?.reward ?? 0) : null,
     terminationReason: ok ? (played.agentEnded ?? (info.terminationReason as string | null) ?? null) : 'infrastructure_error',
-    steps: (info.stepCount as number | undefined) ?? 0,
-    toolErrors: (info.numErrors as number | undefined) ?? 0,
+    steps: (info.stepCount as number | undefined) ?? (info.turns as number | undefined) ?? 0,
+    toolErrors: (info.numErrors as number | undefined) ?? (o.makeEnv ? messages.filter((m) => m.role === 'tool' && m.error === true).length : 0),
     durationMs: Date.now() - started,
-    usage: { agent: played.usage, user: user.usage(), judge: judge?.usage() ?? null },
+    usage: { agent: played.usage, user: user?.usage() ?? null, judge: judge?.usage() ?? null },
     ...(played.stats ? { agentStats: { ...played.stats } } : {}),
     rewardInfo,
     messages,
@@ -126,11 +149,12 @@ interface Played {
 }
 
 /** A turn agent: the runner resets the env and asks the agent for each turn; returns the env's last info. */
-async function turnEpisode(agent: EvalAgent, env: ToolUseEnv, task: Task, seed: number, maxSteps: number, holder: { current?: EvalAgentSession }): Promise<Record<string, unknown>> {
+async function turnEpisode(agent: EvalAgent, env: EvalEnv, task: Task, seed: number, maxSteps: number, holder: { current?: EvalAgentSession }): Promise<Record<string, unknown>> {
   const [obs0, info0] = await env.reset({ seed, options: { taskId: task.id } });
   let info: Record<string, unknown> = info0;
   let obs = obs0;
-  const session = agent.start({ task, tools: env.tools, systemPrompt: String(info0.systemPrompt ?? ''), seed });
+  const tools = env.tools ?? (Array.isArray(info0.tools) ? (info0.tools as ToolSchema[]) : []);
+  const session = agent.start({ task, tools, systemPrompt: String(info0.systemPrompt ?? ''), seed });
   holder.current = session;
   let done = info.terminationReason !== null && info.terminationReason !== undefined;
   // The env ends the episode by max steps; this bound only guards against an env that never does.
@@ -146,7 +170,7 @@ async function turnEpisode(agent: EvalAgent, env: ToolUseEnv, task: Task, seed: 
 }
 
 /** An episode agent plays on the env itself; an episode it ended (a loop limit) scores 0, as in training. */
-async function playEpisode(agent: EpisodeEvalAgent, env: ToolUseEnv, task: Task, seed: number): Promise<{ info: Record<string, unknown>; played: Played }> {
+async function playEpisode(agent: EpisodeEvalAgent, env: EvalEnv, task: Task, seed: number): Promise<{ info: Record<string, unknown>; played: Played }> {
   const p = await agent.play(env, { task, seed });
   return {
     info: p.info,
@@ -191,7 +215,7 @@ export async function runEval<DB>(o: EvalRunOptions<DB>): Promise<EvalSummary> {
   const finishedBefore = [...results.values()].filter((r) => r.status === 'ok').length;
 
   const queue: { task: Task; trial: number }[] = [];
-  for (const task of o.tasks) {
+  for (const task of o.tasks as readonly Task[]) {
     for (let trial = 0; trial < o.trials; trial++) {
       if (results.get(pairKey(task.id, trial))?.status !== 'ok') queue.push({ task, trial });
     }

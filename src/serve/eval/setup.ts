@@ -52,6 +52,11 @@ export interface EvalCliOptions {
   maxRetries: number;
   maxSteps: number;
   maxErrors: number;
+  /**
+   * --user scripted: proposals the customer turns down before it leaves (`ScriptedUserOptions.maxRefusals`); absent, it
+   * turns them down as often as they come. 1 is the impatient customer: any wrong proposal ends the episode unsolved.
+   */
+  maxRefusals?: number;
   seed: number;
   out: string;
   /** Set when the agent is a checkpoint served for the run (its URL changes every run, so it is not the identity). */
@@ -63,7 +68,7 @@ export interface EvalCliOptions {
 }
 
 /** Config fields that must match when resuming into the same --out folder. */
-export const IDENTITY_KEYS = ['agent', 'model', 'baseUrl', 'checkpoint', 'agentSettings', 'taskSet', 'tasksFile', 'split', 'taskIds', 'trials', 'user', 'userModel', 'judge', 'seed', 'maxSteps', 'maxErrors'] as const;
+export const IDENTITY_KEYS = ['agent', 'model', 'baseUrl', 'checkpoint', 'agentSettings', 'taskSet', 'tasksFile', 'split', 'taskIds', 'trials', 'user', 'userModel', 'judge', 'seed', 'maxSteps', 'maxErrors', 'maxRefusals'] as const;
 
 function scenariosFromFile(file: string): Map<string, SynthScenario> {
   const raw = JSON.parse(readFileSync(file, 'utf8')) as { id?: unknown; longrun?: unknown }[];
@@ -97,6 +102,10 @@ export function buildEval(o: EvalCliOptions): BuiltEval {
   if (!o.agentInstance && !(AGENT_KINDS as readonly string[]).includes(o.agent)) throw new Error(`--agent must be one of ${AGENT_KINDS.join(', ')} (got ${o.agent})`);
   if (!(USER_KINDS as readonly string[]).includes(o.user)) throw new Error(`--user must be one of ${USER_KINDS.join(', ')} (got ${o.user})`);
   if (o.taskSet !== 'v0' && o.taskSet !== 'v1') throw new Error(`--task-set must be v0 or v1 (got ${o.taskSet})`);
+  if (o.maxRefusals !== undefined) {
+    if (o.user !== 'scripted') throw new Error(`--max-refusals applies to --user scripted (the customer of generated tasks), not --user ${o.user}`);
+    if (!Number.isInteger(o.maxRefusals) || o.maxRefusals < 1) throw new Error(`--max-refusals must be an integer >= 1, got ${o.maxRefusals}`);
+  }
   const notes: string[] = [];
 
   // Tasks: a generated tasks file in its task-set folder (with its own db.json), or one of τ²'s task sets.
@@ -132,7 +141,7 @@ export function buildEval(o: EvalCliOptions): BuiltEval {
     const scenarios = scenariosFromFile(file);
     const missing = tasks.filter((t) => !scenarios.has(t.id)).map((t) => t.id);
     if (missing.length) throw new Error(`--user scripted plays generated tasks only; ${missing.length} selected task(s) have no synthetic scenario (e.g. ${missing.slice(0, 3).join(', ')}). Use --tasks with a generated task set, or --user ticket|llm`);
-    const user = new ScriptedRetailUser(scenarios);
+    const user = new ScriptedRetailUser(scenarios, o.maxRefusals !== undefined ? { maxRefusals: o.maxRefusals } : {});
     makeUser = () => ({ value: user, usage: () => null });
   } else {
     const user = new TicketUser();
@@ -187,6 +196,7 @@ export function buildEval(o: EvalCliOptions): BuiltEval {
     seed: o.seed,
     maxSteps: o.maxSteps,
     maxErrors: o.maxErrors,
+    ...(o.maxRefusals !== undefined ? { maxRefusals: o.maxRefusals } : {}),
     temperature: o.temperature ?? 0,
   };
   return {
