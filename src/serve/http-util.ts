@@ -4,11 +4,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError } from './http-errors.ts';
 
 /**
- * Reads a request body of at most `maxBytes` and parses it as JSON (an empty body is `undefined`). A declared or
- * streamed size over the limit is a 413; bytes that are not JSON are a 400. A client that disconnects mid-body makes
- * the promise reject with `code: 'client_aborted'` (nobody is left to answer).
+ * Reads a request body of at most `maxBytes`. A declared or streamed size over the limit is a 413; a client that
+ * disconnects mid-body makes the promise reject with `code: 'client_aborted'` (nobody is left to answer).
  */
-export function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+export function readRawBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     return Promise.reject(tooLarge(maxBytes, declared));
@@ -39,15 +38,23 @@ export function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<un
     req.on('end', () => {
       if (settled) return;
       settled = true;
-      const text = Buffer.concat(chunks).toString('utf8');
-      if (text.trim() === '') return resolve(undefined);
-      try {
-        resolve(JSON.parse(text));
-      } catch (err) {
-        reject(new HttpError(400, 'malformed_json', `The request body is not valid JSON: ${(err as Error).message}`));
-      }
+      resolve(Buffer.concat(chunks));
     });
   });
+}
+
+/**
+ * Reads a request body of at most `maxBytes` (as `readRawBody`) and parses it as JSON (an empty body is `undefined`);
+ * bytes that are not JSON are a 400.
+ */
+export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+  const text = (await readRawBody(req, maxBytes)).toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, 'malformed_json', `The request body is not valid JSON: ${(err as Error).message}`);
+  }
 }
 
 function tooLarge(maxBytes: number, size: number): HttpError {

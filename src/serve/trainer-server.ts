@@ -32,7 +32,7 @@ import type { GptOssModel } from '../model/model.ts';
 import { DEFAULT_ADAM, GptOssBackend, LOSS_FNS, sampleModel, type AdamParams, type Datum, type LossConfig, type LossFn, type LossInputs } from '../rl/backend.ts';
 import { GptOssPolicy } from '../rl/model-policy.ts';
 import { badRequest, HttpError, notFound } from './http-errors.ts';
-import { jsonDepthExceeds, sendError, sendJson, tokenMatches } from './http-util.ts';
+import { jsonDepthExceeds, readRawBody, sendError, sendJson, tokenMatches } from './http-util.ts';
 import { decodeForwardBackwardRequest, encodeForwardBackwardOutput, encodeSampleResponse, inflateZstd, PROTO_CONTENT_TYPE, WireError } from '../rl/tinker/proto/wire.ts';
 
 /** Tinker's LoRA config, as create_model takes it. */
@@ -612,7 +612,7 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
    * `ForwardBackwardRequest`; `Content-Encoding: zstd` is inflated first, within `maxBody` decompressed bytes.
    */
   const readBody = async (req: IncomingMessage, path: string): Promise<Record<string, unknown>> => {
-    let raw = await readRawBody(req, maxBody);
+    let raw: Uint8Array = await readRawBody(req, maxBody);
     const encoding = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
     if (encoding === 'zstd') {
       raw = inflateZstd(raw, maxBody);
@@ -658,41 +658,6 @@ export async function startTrainerServer(o: TrainerServerOptions): Promise<Train
       server.close(() => resolve());
     }),
   };
-}
-
-/** A request body of at most `maxBytes` (413 beyond, declared or streamed; 499 when the client leaves mid-body). */
-function readRawBody(req: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
-  const declared = Number(req.headers['content-length']);
-  const tooLarge = (size: number) => new HttpError(413, 'body_too_large', `The request body (${size} bytes or more) exceeds the server's limit of ${maxBytes} bytes (--max-body)`);
-  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge(declared));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const fail = (err: Error) => {
-      if (settled) return;
-      settled = true;
-      reject(err);
-    };
-    req.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
-      if (size > maxBytes) {
-        chunks.length = 0;
-        fail(tooLarge(size));
-        req.resume();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('aborted', () => fail(new HttpError(499, 'client_aborted', 'The client closed the connection before sending the whole body')));
-    req.on('error', (err) => fail(new HttpError(499, 'client_aborted', `Request stream error: ${err.message}`)));
-    req.on('end', () => {
-      if (settled) return;
-      settled = true;
-      resolve(Buffer.concat(chunks));
-    });
-  });
 }
 
 /** Tinker's Adam defaults as our AdamW's options (each optim_step sets them again from its request). */
