@@ -2,9 +2,9 @@
  * Every run file committed anywhere in the repository (`git ls-files '*.yaml' '*.yml'`: presets/ and the run files
  * behind the results under docs/) parses with the parser its kind needs, down to the sections that are parsed only
  * when their stage runs, so a result's recipe cannot rot unnoticed:
- * - a run file (`task:`) for `longrun train --config`: the stages (`parseStagesRunFile`, with the GRPO section when
+ * - a run file (`task:` or `env:`) for `longrun train --config`: the stages (`parseStagesRunFile`, with the GRPO section when
  *   there is one), the SFT stage's settings and stream, the data stage, and every curriculum stage's SFT settings;
- * - an SFT settings file (no `task:`) for `longrun sft --config`: `parseSftConfig`.
+ * - an SFT settings file (neither `task:` nor `env:`) for `longrun sft --config`: `parseSftConfig`.
  * A file that records a run the code can no longer build says so in its first lines, with the reason:
  * `# longrun: historical — <why>`; it must still be YAML, and is not parsed further.
  */
@@ -31,7 +31,7 @@ function historicalReason(text: string): string | null {
 /** What kind of file `raw` is, after parsing it with that kind's parsers (they throw on a bad field). */
 function parseCommitted(raw: unknown): 'grpo run' | 'stage run' | 'sft settings' {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('not a mapping');
-  if (!('task' in raw)) {
+  if (!('task' in raw) && !('env' in raw)) {
     parseSftConfig(raw);
     return 'sft settings';
   }
@@ -67,6 +67,7 @@ describe('every committed run file', () => {
   it('tells the kinds apart, and a historical header from an ordinary comment', () => {
     assert.equal(parseCommitted({ task: 'toy', policy: { type: 'tabular' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 } } }), 'grpo run');
     assert.equal(parseCommitted({ task: 'toy', policy: { type: 'gpt-oss', preset: 'tiny-1m' }, sft: { data: 'x.jsonl', outDir: 'o', config: { steps: 2 } } }), 'stage run');
+    assert.equal(parseCommitted({ env: { module: './env.ts' }, policy: { type: 'gpt-oss', preset: 'tiny-1m' }, sft: { data: 'x.jsonl', outDir: 'o', config: { steps: 2 } } }), 'stage run');
     assert.equal(parseCommitted({ steps: 10, lr: 1e-3 }), 'sft settings');
     assert.throws(() => parseCommitted({ task: 'toy', policy: { type: 'gpt-oss', preset: 'tiny-1m' }, sft: { data: 'x.jsonl', outDir: 'o', config: { stepz: 2 } } }), /stepz/);
     assert.throws(() => parseCommitted({ stepz: 10 }), /stepz/);
