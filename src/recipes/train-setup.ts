@@ -151,6 +151,11 @@ export const RunFileSchema = z.object({
      * Adam's betas and ε sent with every optim_step. Defaults: the in-process AdamW's (0.9, 0.999, 1e-8), so a run
      * trains the same on either side; the learning rate and decoupled weight decay are policy.lr and policy.weightDecay.
      */
+    /**
+     * The wire format of forward_backward/forward: `protobuf` (default; the tinker SDK 0.38 format, JSON when the
+     * server announces no protobuf) or `json` (the SDK ≤ 0.24.x format, for servers that speak only that).
+     */
+    wire: z.enum(['protobuf', 'json']).default('protobuf'),
     adam: z.object({
       beta1: z.number().min(0).lt(1).default(0.9),
       beta2: z.number().min(0).lt(1).default(0.999),
@@ -332,7 +337,7 @@ async function policyAndEngine(run: RunFile, vocabSize: number): Promise<PolicyA
     return { model, policy, engine: engineFor(run, model, undefined) };
   }
   const lora = b.lora && { rank: b.lora.rank, seed: b.lora.seed ?? run.policy.seed, train_attn: b.lora.trainAttn, train_mlp: b.lora.trainMlp, train_unembed: b.lora.trainUnembed };
-  const backend = await TinkerBackend.create({ baseUrl: b.baseUrl, baseModel: b.model, lora });
+  const backend = await TinkerBackend.create({ baseUrl: b.baseUrl, baseModel: b.model, lora, wire: b.wire });
   const policy = new BackendPolicy(backend, { learningRate: run.policy.lr ?? 1e-5, beta1: b.adam.beta1, beta2: b.adam.beta2, eps: b.adam.eps, weightDecay: run.policy.weightDecay });
   return { policy, engine: new BackendEngine(backend), actorUpdate: policy.actorUpdate(), backend, close: () => backend.close() };
 }

@@ -83,6 +83,12 @@ describe('longrun train with backend: { type: tinker } through a local longrun s
       for (const k of ['reward/mean', 'success/mean', 'response_length/mean', 'actor/pg_loss', 'actor/pg_clipfrac', 'actor/ppo_kl', 'actor/grad_norm', 'val/reward_mean']) {
         assert.ok(compared.includes(k), `${k} was compared`);
       }
+      // The same run over the JSON wire format of SDK ≤ 0.24 (the default above is protobuf) gives the same metrics.
+      const jsonDir = join(root, 'remote-json');
+      mkdirSync(jsonDir, { recursive: true });
+      const jsonLines: string[] = [];
+      assert.equal(await trainCommand({ config: runFile(jsonDir, `{ type: tinker, baseUrl: ${JSON.stringify(srv.url)}, model: ${BASE}, wire: json }`) }, (l) => jsonLines.push(l)), 0);
+      assert.ok(compare(rows(localDir).filter((r) => (r.step as number) <= 2), rows(jsonDir)).includes('actor/grad_norm'), 'the JSON run was compared');
       const train = rows(localDir).filter((r) => r.kind === 'train');
       assert.ok(train.every((r) => (r['adv/mean_abs'] as number) > 0 && (r['actor/grad_norm'] as number) > 0), 'every step has advantages and a gradient');
       assert.ok(train.some((r) => Math.abs(r['actor/ppo_kl'] as number) > 1e-4), 'the second mini-batch is off-policy');
