@@ -105,6 +105,38 @@ describe('longrun train with a rollout section (task: program)', () => {
     assert.ok(failures.every((f) => f.taskId === 'c' && f.failure === 'crashed' && /crashed on purpose/.test(f.stderrTail)));
   });
 
+  it('longrun train runs GRPO on the two example programs (the openai SDK and the AI SDK) through the gateway', { timeout: 600_000 }, async () => {
+    // The examples as shipped, on the committed retail model (examples/openai-agent/train.yaml): one step each, two
+    // tasks × two programs. The model has never seen these tasks, so the reward is rarely 1: the run shows that the
+    // real packages' requests go through the gateway, are recorded and train, not a skill.
+    for (const example of ['openai-agent', 'ai-sdk-agent']) {
+      const dir = mkdtempSync(join(tmpdir(), `longrun-${example}-`));
+      try {
+        const config = join(dir, 'train.yaml');
+        writeFileSync(config, [
+          'task: program',
+          'policy: { type: gpt-oss, checkpoint: models/retail-base, tokenizer: models/retail-base/tokenizer.json, format: harmony, lr: 1.0e-5 }',
+          'engine: { type: in-process, batching: step, maxBatchSize: 8 }',
+          `rollout: { command: node examples/${example}/agent.mjs, tasks: examples/${example}/tasks.json, timeoutMs: 300000, reward: program, concurrency: 4, failuresFile: ${join(dir, 'failures.jsonl')} }`,
+          'grpo:',
+          '  data: { trainBatchSize: 2 }',
+          '  rollout: { n: 2, maxResponseTokens: 1024, maxTokensPerTurn: 96, concurrency: 4 }',
+          `  trainer: { totalSteps: 1, testFreq: 0, metricsFile: ${join(dir, 'metrics.jsonl')}, checkpointDir: ${join(dir, 'ckpt')} }`,
+        ].join('\n'));
+        assert.equal(await trainCommand({ config }, () => undefined), 0, example);
+        const metrics = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number | string>);
+        const train = metrics.filter((m) => m.kind === 'train');
+        assert.equal(train.length, 1, example);
+        assert.equal(train[0]!['programs/rollouts'], 4, example);
+        assert.equal(train[0]!['programs/failed'] ?? 0, 0, `${example}: no program failed`);
+        assert.ok((train[0]!['programs/rows'] as number) >= 4, `${example}: every rollout recorded`);
+        assert.ok(Number.isFinite(train[0]!['reward/mean'] as number), example);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  });
+
   it('refuses a rollout section without task program, and the reverse', async () => {
     const { parseRunFile } = await import('../../src/recipes/train-setup.ts');
     assert.throws(() => parseRunFile({ task: 'program', policy: { type: 'gpt-oss' }, grpo: {} }), /rollout: a rollout section/);
