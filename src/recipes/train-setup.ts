@@ -401,7 +401,7 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
   const train = loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.split }).tasks.slice(0, o.maxTasks);
   const val = o.valSplit ? loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.valSplit }).tasks : undefined;
   const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, tokenizer.vocabSize);
-  const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
+  const pad = padIdOf(tokenizer);
   return {
     close,
     deps: {
@@ -439,7 +439,7 @@ async function buildEnvRun(run: RunFile): Promise<BuiltRun> {
   const tokenizer = loadTokenizer(run.policy.tokenizer);
   const format = createChatFormat(run.policy.format, tokenizer);
   const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, tokenizer.vocabSize);
-  const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
+  const pad = padIdOf(tokenizer);
   const families = new Map<string, string | undefined>([...train, ...(val ?? [])].map((t) => [t.id, def.familyOf(t)]));
   const tools = def.toolSpecs();
   const conversation = tools ? { systemPrompt: def.spec.instructions, tools } : undefined;
@@ -499,12 +499,17 @@ async function buildProgramRun(run: RunFile): Promise<BuiltRun> {
       makeEnv: () => {
         throw new Error('program rollouts are run by the agent program (rollout.command), not by an env loop');
       },
-      padId: tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0,
+      padId: padIdOf(tokenizer),
     },
     model,
     backend,
     tokenizer,
   };
+}
+
+/** The id rows are padded with: the tokenizer's `<|endoftext|>`, else `<pad>`, else 0. */
+function padIdOf(tokenizer: Tokenizer): number {
+  return tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
 }
 
 /** The GRPO training tasks of a synthetic task set: the first `maxTasks`, of the `trainFamilies` when given. */
@@ -528,7 +533,7 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const tokenizer = loadTokenizer(run.policy.tokenizer);
   const format = createChatFormat(run.policy.format, tokenizer);
   const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, tokenizer.vocabSize);
-  const pad = tokenizer.specialTokens.get('<|endoftext|>') ?? tokenizer.specialTokens.get('<pad>') ?? 0;
+  const pad = padIdOf(tokenizer);
   const envOptions = { maxSteps: o.maxSteps };
   // The same system prompt and tool schemas for the SFT data and the rollouts (train and validation).
   const conversation = conversationDefaults(trainSet, o.tools);

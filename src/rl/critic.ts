@@ -180,12 +180,30 @@ function toSlots(perPosition: Float32Array, slotOf: Int32Array, size: number): F
  * (`Policy.logprobs` with `values`) and trains head and trunk together; this object's own `forward`/`backward` train
  * the head alone on the current hidden states (the critic warm-up steps, when the actor does not update).
  */
-export class HeadCritic implements Critic {
+/** What both critics share: one AdamW over their parameters, stepped with clipping, its learning rate settable. */
+abstract class AdamWCritic {
+  abstract readonly optimizer: AdamW;
+
+  async optimizerStep(o: { gradClip: number }): Promise<OptimizerStepResult> {
+    return clippedStep(this.optimizer, o.gradClip);
+  }
+
+  get learningRate(): number {
+    return this.optimizer.lr;
+  }
+
+  set learningRate(lr: number) {
+    this.optimizer.lr = lr;
+  }
+}
+
+export class HeadCritic extends AdamWCritic implements Critic {
   readonly type = 'head' as const;
   readonly optimizer: AdamW;
   private pending: { hidden: Float32Array; slotOf: Int32Array; size: number } | null = null;
 
   constructor(readonly policy: GptOssPolicy, readonly head: ValueHead, o: { lr: number; weightDecay: number }) {
+    super();
     policy.attachValueHead(head);
     this.optimizer = new AdamW(head.params(), { lr: o.lr, weightDecay: o.weightDecay });
   }
@@ -219,18 +237,6 @@ export class HeadCritic implements Critic {
     this.head.zeroGrad();
   }
 
-  async optimizerStep(o: { gradClip: number }): Promise<OptimizerStepResult> {
-    return clippedStep(this.optimizer, o.gradClip);
-  }
-
-  get learningRate(): number {
-    return this.optimizer.lr;
-  }
-
-  set learningRate(lr: number) {
-    this.optimizer.lr = lr;
-  }
-
   async saveCheckpoint(dir: string): Promise<void> {
     mkdirSync(dir, { recursive: true });
     saveHead(dir, this.head);
@@ -246,12 +252,13 @@ export class HeadCritic implements Critic {
 }
 
 /** critic.type 'separate': a gpt-oss model of its own with a value head, run without its unembedding. */
-export class SeparateCritic implements Critic {
+export class SeparateCritic extends AdamWCritic implements Critic {
   readonly type = 'separate' as const;
   readonly optimizer: AdamW;
   private pending: { hidden: Float32Array; slotOf: Int32Array; size: number } | null = null;
 
   constructor(readonly model: GptOssModel, readonly head: ValueHead, o: { lr: number; weightDecay: number }) {
+    super();
     if (head.hiddenSize !== model.config.hidden_size) throw new Error(`SeparateCritic: a value head of width ${head.hiddenSize} does not fit the critic model's hidden size ${model.config.hidden_size}`);
     // The critic never uses its lm_head: leave it out of the optimizer (weight decay would still move it).
     const trunk = model.trainable().filter((p) => p.param !== model.param('lm_head.weight'));
@@ -288,18 +295,6 @@ export class SeparateCritic implements Critic {
   zeroGrad(): void {
     this.model.zeroGrad();
     this.head.zeroGrad();
-  }
-
-  async optimizerStep(o: { gradClip: number }): Promise<OptimizerStepResult> {
-    return clippedStep(this.optimizer, o.gradClip);
-  }
-
-  get learningRate(): number {
-    return this.optimizer.lr;
-  }
-
-  set learningRate(lr: number) {
-    this.optimizer.lr = lr;
   }
 
   async saveCheckpoint(dir: string): Promise<void> {
