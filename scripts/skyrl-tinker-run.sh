@@ -26,7 +26,7 @@ node --import tsx scripts/skyrl-tinker-check.ts check --base-url "http://127.0.0
 node bin/longrun gen tasks --seed 1 --count 4 --difficulty 1 --out "$WORK/tasks"
 cat > "$WORK/run.yaml" <<YAML
 task: retail-synth
-taskOptions: { dataDir: $WORK/tasks, maxSteps: 40, tools: compact }
+retail: { tasks: { dataDir: $WORK/tasks, maxSteps: 40, tools: compact } }
 policy: { type: gpt-oss, tokenizer: qwen3, format: qwen3, lr: 1.0e-4, weightDecay: 0 }
 backend: { type: tinker, baseUrl: "http://127.0.0.1:$PORT", model: $MODEL_DIR, lora: { rank: 8 } }
 grpo:

@@ -78,7 +78,7 @@ export interface HelpDeskTask extends Task {
 }
 
 const SPLITS: Record<string, { count: number; seedBase: number }> = {
-  train: { count: 400, seedBase: 1_000 },
+  train: { count: 2000, seedBase: 1_000 },
   val: { count: 32, seedBase: 50_000 },
   test: { count: 48, seedBase: 90_000 },
 };

@@ -44,15 +44,17 @@ export function demoRunFile(o: DemoOptions): Record<string, unknown> {
   const steps = q ? 1 : 4;
   return {
     task: 'retail-synth',
-    prepare: {
-      dir: d('data'),
-      seed: o.seed,
-      tasks: { train: q ? 4 : 64, validation: q ? 2 : 24, difficulty: 1, families: ['cancel'], policy: 'compact', users: 500, orders: 1000 },
-      expert: { trials: 1, seed: o.seed },
-      // The data stage trains a small tokenizer of its own; the policy uses the base's (below).
-      tokenizer: { vocabSize: 512, format: 'harmony' },
+    retail: {
+      prepare: {
+        dir: d('data'),
+        seed: o.seed,
+        tasks: { train: q ? 4 : 64, validation: q ? 2 : 24, difficulty: 1, families: ['cancel'], policy: 'compact', users: 500, orders: 1000 },
+        expert: { trials: 1, seed: o.seed },
+        // The data stage trains a small tokenizer of its own; the policy uses the base's (below).
+        tokenizer: { vocabSize: 512, format: 'harmony' },
+      },
+      tasks: { dataDir: d('data/train'), valDir: d('data/validation'), maxSteps: 200, tools: 'compact' },
     },
-    taskOptions: { dataDir: d('data/train'), valDir: d('data/validation'), maxSteps: 200, tools: 'compact' },
     policy: { type: 'gpt-oss', checkpoint: base, tokenizer: join(base, 'tokenizer.json'), format: 'harmony', lr: 2e-4, seed: o.seed },
     engine: { type: 'in-process', batching: 'step', maxBatchSize: 64 },
     grpo: {

@@ -80,8 +80,8 @@ export async function evalConfigCommand(opts: EvalCommandOptions, explicit: Expl
   if (run.env === undefined) {
     if (run.task !== 'retail-synth') throw new Error(`--config ${config}: eval --config takes runs on an env defined with defineEnv (env:) or retail-synth runs; this run's task is ${run.task} (evaluate it with --task-set / --tasks)`);
     if (opts.baseline !== undefined) throw new Error('--baseline applies to runs on an env defined with defineEnv; compare retail eval folders with `longrun analyze compare`');
-    const dir = run.taskOptions.valDir ?? run.taskOptions.dataDir;
-    if (!dir) throw new Error(`--config ${config}: taskOptions names no valDir or dataDir to evaluate on`);
+    const dir = run.retail?.tasks.valDir ?? run.retail?.tasks.dataDir;
+    if (!dir) throw new Error(`--config ${config}: retail.tasks names no valDir or dataDir to evaluate on`);
     if (explicit('split')) throw new Error('--split applies to runs on an env defined with defineEnv (a retail-synth task set is one split)');
     print(`retail-synth run: the scripted user on ${join(dir, 'tasks.json')}`);
     const retail: EvalCommandOptions = { ...opts, config: undefined, out, agent: 'checkpoint', tasks: join(dir, 'tasks.json'), user: 'scripted' };

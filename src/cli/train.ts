@@ -16,6 +16,7 @@ import { GrpoTrainer } from '../rl/trainer.ts';
 import type { TrainerConfig } from '../rl/config.ts';
 import { readConfigFile } from '../recipes/config-file.ts';
 import { sftDocuments } from '../recipes/sft-documents.ts';
+import { retailTaskOptions } from '../recipes/retail/run-section.ts';
 import { buildRun, parseStagesRunFile, type BuiltRun, type RunFile } from '../recipes/train-setup.ts';
 
 export interface TrainCommandOptions {
@@ -27,7 +28,8 @@ export interface TrainCommandOptions {
 
 /** The copy curriculum: drill stages that teach the fresh model to copy ids, before the SFT stage. */
 async function runCurriculumStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
-  if (!run.curriculum) return;
+  const curriculum = run.retail?.curriculum;
+  if (!curriculum) return;
   if (!built.model) throw new Error('the curriculum stage needs policy.type gpt-oss');
   if (run.sft && (listCheckpoints(join(run.sft.outDir, 'checkpoints')).length > 0 || (run.sft.resumeFrom !== undefined && existsSync(join(run.sft.resumeFrom, 'trainer.json'))))) {
     // The SFT checkpoint holds the weights the curriculum led to (and more): nothing to redo, even if the curriculum's own folders are gone.
@@ -35,8 +37,8 @@ async function runCurriculumStage(run: RunFile, built: BuiltRun, print: (l: stri
     return;
   }
   const { runCopyCurriculum } = await import('../recipes/retail/copy-drill.ts');
-  print(`curriculum: ${run.curriculum.stages.map((s) => `${s.steps} steps on ${s.ids[0]}–${s.ids[1]} ids`).join(', then ')} → ${run.curriculum.outDir}`);
-  await runCopyCurriculum(run.curriculum, { model: built.model, tokenizer: built.tokenizer, padId: built.deps.padId, quiet, log: print });
+  print(`curriculum: ${curriculum.stages.map((s) => `${s.steps} steps on ${s.ids[0]}–${s.ids[1]} ids`).join(', then ')} → ${curriculum.outDir}`);
+  await runCopyCurriculum(curriculum, { model: built.model, tokenizer: built.tokenizer, padId: built.deps.padId, quiet, log: print });
 }
 
 /**
@@ -76,13 +78,14 @@ async function afterSft(run: RunFile, built: BuiltRun, checkpointDir: string | n
 /** A streamed SFT stage: fresh retail conversations every step (src/recipes/retail/stream.ts). */
 async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   const sft = run.sft!;
-  const target = sftTarget(built, 'sft.stream');
-  if (!built.conversation) throw new Error('sft.stream needs task retail-synth');
+  const target = sftTarget(built, 'retail.stream');
+  if (!built.conversation) throw new Error('retail.stream needs task retail-synth');
   const { runSft, parseSftConfig } = await import('../rl/sft.ts');
   const { RetailStream, heldOutWorldSeeds, parseRetailStream, streamEvalDocuments } = await import('../recipes/retail/stream.ts');
   const config = parseSftConfig({ ...sft.config, padId: built.deps.padId });
-  const raw = parseRetailStream(sft.stream);
-  const held = heldOutWorldSeeds([run.taskOptions.dataDir, run.taskOptions.valDir]);
+  const raw = parseRetailStream(run.retail?.stream);
+  const tasks = retailTaskOptions(run);
+  const held = heldOutWorldSeeds([tasks.dataDir, tasks.valDir]);
   const spec = { ...raw, excludeWorldSeeds: [...new Set([...raw.excludeWorldSeeds, ...held])].sort((a, b) => a - b) };
   const ctx = { format: built.deps.format, tokenizer: built.tokenizer, conversation: built.conversation, seqLen: config.seqLen, rowsPerStep: config.rowsPerStep };
   const stream = new RetailStream(spec, ctx);
@@ -115,7 +118,7 @@ function printBudgetStop(result: { stoppedByBudget: boolean; steps: number; trai
 async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => void, quiet: boolean): Promise<void> {
   if (!run.sft) return;
   const target = sftTarget(built, 'the sft stage');
-  if (run.sft.stream !== undefined) return runStreamStage(run, built, print, quiet);
+  if (run.retail?.stream !== undefined) return runStreamStage(run, built, print, quiet);
   const { runSft } = await import('../rl/sft.ts');
   const { docs, stats, seqLen, mix } = await sftDocuments(run, built);
   print(`sft: ${stats.documents} documents from ${stats.records} trajectories, ${stats.tokens} tokens (${stats.lossTokens} trained), longest ${stats.maxLength}, ${stats.truncated} truncated to ${seqLen}` +
@@ -146,10 +149,10 @@ export async function trainCommand(opts: TrainCommandOptions, print: (line: stri
   if (config && opts.resume === false) config.trainer.resume = false;
   if (config && opts.progress) config.trainer.progress = true;
   const quiet = !(opts.progress ?? config?.trainer.progress ?? false);
-  if (run.prepare !== undefined) {
-    if (run.task !== 'retail-synth') throw new Error('the prepare section needs task: retail-synth');
+  if (run.retail?.prepare !== undefined) {
+    if (run.task !== 'retail-synth') throw new Error('retail.prepare needs task: retail-synth');
     const { prepareRetailData } = await import('../recipes/retail/prepare.ts');
-    for (const line of (await prepareRetailData(run.prepare, { tools: run.taskOptions.tools })).log) print(line);
+    for (const line of (await prepareRetailData(run.retail.prepare, { tools: run.retail.tasks.tools })).log) print(line);
   }
   const built = await buildRun(run);
   try {

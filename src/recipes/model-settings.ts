@@ -33,6 +33,7 @@ import { resolveRetailDataDir } from '../domains/retail/register.ts';
 import type { ToolSpec } from '../llm/index.ts';
 import { agentSystemPrompt } from '../tooluse/openai.ts';
 import { COMPACT_RETAIL_POLICY, compactToolSpecs, PrepareSchema, type ToolSchemaStyle } from './retail/prepare.ts';
+import { retailTaskOptions } from './retail/run-section.ts';
 import { readConfigFile } from './config-file.ts';
 import { parseStagesRunFile } from './train-setup.ts';
 
@@ -174,7 +175,7 @@ export function settingsFromRun(raw: unknown, options: { runFile?: string; overr
   const e = run.env;
   const promptSource = e !== undefined
     ? { env: { ...(e.module !== undefined ? { module: portablePath(e.module) } : {}), ...(e.id !== undefined ? { id: e.id } : {}), ...(e.export !== undefined ? { export: e.export } : {}) } }
-    : { policy: runPolicy(run.taskOptions.dataDir, run.prepare, where) };
+    : { policy: runPolicy(run.retail?.tasks.dataDir, run.retail?.prepare, where) };
   const rollout = trainer?.rollout;
   const maxTurns = o.maxTurns ?? rollout?.maxTurns;
   const maxResponseTokens = o.maxResponseTokens ?? rollout?.maxResponseTokens;
@@ -189,7 +190,7 @@ export function settingsFromRun(raw: unknown, options: { runFile?: string; overr
     chatFormat: run.policy.format,
     tokenizer,
     ...promptSource,
-    tools: run.taskOptions.tools,
+    tools: retailTaskOptions(run).tools,
     toolSet: 'v1',
     user: 'scripted',
     temperature,
@@ -198,14 +199,14 @@ export function settingsFromRun(raw: unknown, options: { runFile?: string; overr
     maxTurns,
     maxResponseTokens,
     ...(maxTokensPerTurn !== undefined ? { maxTokensPerTurn } : {}),
-    maxSteps: run.taskOptions.maxSteps ?? 200,
+    maxSteps: retailTaskOptions(run).maxSteps ?? 200,
     maxErrors: 10,
     onParseError: rollout?.onParseError ?? 'send-text',
     ...(options.runFile ? { source: { runFile: portablePath(options.runFile) } } : {}),
   }, where);
 }
 
-/** The policy the run's training task set carries (its policy.md), else the one its prepare section names. */
+/** The policy the run's training task set carries (its policy.md), else the one its data stage (retail.prepare) names. */
 function runPolicy(dataDir: string | undefined, prepare: unknown, where: string): PolicySetting {
   const asSetting = (text: string): PolicySetting => (text === COMPACT_RETAIL_POLICY ? 'compact' : { text });
   const file = dataDir === undefined ? undefined : join(dataDir, 'policy.md');
@@ -218,10 +219,10 @@ function runPolicy(dataDir: string | undefined, prepare: unknown, where: string)
     try {
       return asSetting(readFileSync(name, 'utf8'));
     } catch (e) {
-      throw new Error(`${where}: cannot read the policy file ${name} of its prepare section (${(e as Error).message})`, { cause: e });
+      throw new Error(`${where}: cannot read the policy file ${name} of its retail.prepare section (${(e as Error).message})`, { cause: e });
     }
   }
-  throw new Error(`${where}: cannot tell the policy text: ${file ? `${file} does not exist` : 'taskOptions.dataDir is not set'} and the run has no prepare section naming it`);
+  throw new Error(`${where}: cannot tell the policy text: ${file ? `${file} does not exist` : 'retail.tasks.dataDir is not set'} and the run has no retail.prepare section naming it`);
 }
 
 /** Files of a model folder that travel with it when shipped (weights, HF config, tokenizer). */

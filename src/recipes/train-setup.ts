@@ -7,9 +7,14 @@
  *   # instead of task: an env defined with defineEnv (src/tooluse/api/): a module (.ts, .mts, .js, .mjs; the path is
  *   # relative to the working directory, like every path of a run file; options go to an export that is a function)
  *   # or the id of one registered before (`id:`)
- * taskOptions: { dataDir: ../shared/tau2/retail, split: base, valSplit: test, maxTasks: 32 }
- *   # retail-synth: dataDir = a task-set folder from `longrun gen tasks` (training), valDir = another (validation)
- * prepare: { dir, seed, tasks: {...}, expert: {...}, tokenizer: {...} }   # optional data stage, see prepare.ts
+ * retail:                        # task retail-v0 | retail-v1 | retail-synth only: the retail recipe's knobs
+ *   tasks: { dataDir: ../shared/tau2/retail, split: base, valSplit: test, maxTasks: 32 }
+ *     # retail-synth: dataDir = a task-set folder from `longrun gen tasks` (training), valDir = another (validation)
+ *   prepare: { dir, seed, tasks: {...}, expert: {...}, tokenizer: {...} }   # optional data stage, see prepare.ts
+ *   curriculum: { outDir, stages: [...] }   # copy drills before SFT
+ *   stream: {...}                # retail-synth: the SFT data as fresh conversations, instead of sft.data (stream.ts)
+ *   drills: { copy, identity, address, write }   # mixed into the documents of sft.data
+ *   # every key: src/recipes/retail/run-section.ts and src/recipes/README.md
  * policy:                        # tabular (toy only) | gpt-oss
  *   type: gpt-oss
  *   checkpoint: out/sft/model    # or `preset: tiny-1m` for a fresh model (vocabSize from the tokenizer)
@@ -27,8 +32,7 @@
  *   # agent programs through the trajectory gateway are the rollouts (src/rollout/program-sampler.ts, docs/agent-programs.md)
  * ```
  */
-import { DRILL_CORPUS } from './retail/copy-drill.ts';
-import { TASK_FAMILIES } from '../domains/retail/synth/scenario.ts';
+import { isRetailTask, movedKeyErrors, RETAIL_TASKS, RetailSectionSchema, retailSectionConflicts, retailTaskOptions, type RetailTaskOptions } from './retail/run-section.ts';
 import type { LoadedSynthTaskSet } from '../domains/retail/synth/taskset.ts';
 import { z } from 'zod';
 import type { ChatFormat, Tokenizer, ToolSpec } from '../llm/index.ts';
@@ -73,30 +77,11 @@ export const RunFileSchema = z.object({
     maxTasks: z.number().int().positive().optional(),
   }).strict().refine((e) => e.module !== undefined || e.id !== undefined, 'give env.module (a module of yours) or env.id (a defined env)')
     .refine((e) => e.module !== undefined || (e.export === undefined && e.options === undefined), 'env.export and env.options apply to env.module').optional(),
-  taskOptions: z.object({
-    dataDir: z.string().optional(),
-    split: z.string().default('base'),
-    valSplit: z.string().optional(),
-    /** Use only the first N training tasks (small runs). */
-    maxTasks: z.number().int().positive().optional(),
-    /** retail-synth: the validation task-set folder. */
-    valDir: z.string().optional(),
-    /** Env step limit per episode (retail-synth; default 200). */
-    maxSteps: z.number().int().positive().optional(),
-    /** retail-synth: tool schemas in the agent's prompt, τ²'s (`full`) or names and parameters only (`compact`). */
-    tools: z.enum(['full', 'compact']).default('full'),
-    /**
-     * retail-synth: train (GRPO) only on tasks of these families (e.g. leave out families whose groups always score
-     * alike); validation keeps every family.
-     */
-    trainFamilies: z.array(z.enum(TASK_FAMILIES)).min(1).optional(),
-    /**
-     * retail-synth: the scripted user of the training episodes leaves after turning down this many proposals
-     * (`ScriptedUserOptions.maxRefusals`), so loops of wrong proposals end early; validation keeps the default user,
-     * who turns proposals down as often as they come (as τ²'s does), as `longrun eval` does.
-     */
-    trainMaxRefusals: z.number().int().positive().optional(),
-  }).strict().prefault({}),
+  /**
+   * The retail recipe's knobs (src/recipes/retail/run-section.ts): tasks, data stage, curriculum, stream, drills.
+   * Only with task retail-v0, retail-v1 or retail-synth.
+   */
+  retail: RetailSectionSchema.optional(),
   policy: z.object({
     type: z.enum(['tabular', 'gpt-oss']),
     checkpoint: z.string().optional(),
@@ -163,13 +148,8 @@ export const RunFileSchema = z.object({
     }).strict().prefault({}),
   }).strict().optional(),
   sft: z.object({
-    /** Trajectories JSONL (`longrun rollout` output); or `stream`. */
+    /** Trajectories JSONL (`longrun rollout` output); for retail-synth, `retail.stream` instead. */
     data: z.string().optional(),
-    /**
-     * A stream of fresh retail conversations instead of a file (task retail-synth; src/recipes/retail/stream.ts):
-     * every step on new worlds, tasks and users, never one seen before; `config.steps` sets the length.
-     */
-    stream: z.unknown().optional(),
     /**
      * A checkpoint folder (weights, optimizer, trainer state: e.g. a committed one under models/) to continue from
      * when `outDir` holds no checkpoint yet, so a long run carries over to a machine without its runs/ folder.
@@ -177,57 +157,7 @@ export const RunFileSchema = z.object({
     resumeFrom: z.string().optional(),
     outDir: z.string(),
     config: z.record(z.string(), z.unknown()).default({}),
-    /** Synthetic id-copying documents mixed into the SFT data (src/recipes/retail/copy-drill.ts). */
-    copyDrill: z.object({
-      documents: z.number().int().min(1),
-      seed: z.number().int().min(0).default(0),
-      ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max').default([4, 12]),
-      /** Share of listed ids that are people (emails, user ids, names); 0 = numeric ids only. */
-      people: z.number().min(0).max(1).default(0),
-    }).strict().optional(),
-    /**
-     * Identity-check conversations with fresh random people, on the openings of the expert trajectories, mixed into
-     * the SFT data (src/recipes/retail/identity-drill.ts); rendered without the system prompt, to stay short.
-     */
-    identityDrill: z.object({
-      documents: z.number().int().min(1),
-      seed: z.number().int().min(0).default(0),
-    }).strict().optional(),
-    /**
-     * Address-change conversations of the expert trajectories with fresh random addresses, cut after the write call,
-     * mixed into the SFT data (src/recipes/retail/address-drill.ts); rendered without the system prompt.
-     */
-    addressDrill: z.object({
-      documents: z.number().int().min(1),
-      seed: z.number().int().min(0).default(0),
-    }).strict().optional(),
-    /**
-     * Every expert conversation that writes, cut after its first write call (fresh addresses in address writes),
-     * mixed into the SFT data (src/recipes/retail/write-drill.ts); rendered without the system prompt.
-     */
-    writeDrill: z.object({
-      documents: z.number().int().min(1),
-      seed: z.number().int().min(0).default(0),
-    }).strict().optional(),
   }).strict().optional(),
-  /**
-   * Copy-drill stages run before SFT, from the fresh model (src/recipes/retail/copy-drill.ts, runCopyCurriculum): each stage an
-   * SFT run on drill documents listing `ids` ids, for `steps` steps; `config` holds SFT settings shared by the stages.
-   */
-  curriculum: z.object({
-    outDir: z.string(),
-    documents: z.number().int().min(1).default(DRILL_CORPUS.documents),
-    seed: z.number().int().min(0).default(DRILL_CORPUS.seed),
-    config: z.record(z.string(), z.unknown()).default({}),
-    stages: z.array(z.object({
-      ids: z.tuple([z.number().int().min(1), z.number().int().min(1)]).refine(([a, b]) => a <= b, 'ids must be [min, max] with min ≤ max'),
-      steps: z.number().int().min(1),
-      /** Share of listed ids that are people (emails, user ids, names); default 0. */
-      people: z.number().min(0).max(1).optional(),
-    }).strict()).min(1),
-  }).strict().optional(),
-  /** The data stage (src/recipes/retail/prepare.ts), run by `longrun train` before everything else. */
-  prepare: z.unknown().optional(),
   /** task program: the agent program run per rollout, its tasks and reward (src/rollout/program-sampler.ts, docs/agent-programs.md). */
   rollout: ProgramRolloutSection.optional(),
   grpo: z.unknown().optional(),
@@ -237,14 +167,19 @@ export type RunFile = z.infer<typeof RunFileSchema>;
 
 /** A run file whose GRPO section may be absent (a run of the data, curriculum and SFT stages only, e.g. pretraining). */
 export function parseStagesRunFile(raw: unknown): { run: RunFile; trainer: TrainerConfig | null } {
+  const moved = movedKeyErrors(raw);
+  if (moved.length) {
+    const task = (raw as Record<string, unknown>).task;
+    const note = isRetailTask(typeof task === 'string' ? task : undefined) ? [] : [`retail: goes with task ${RETAIL_TASKS.join(', ')} only${(raw as Record<string, unknown>).env !== undefined ? '; env: takes split, valSplit and maxTasks itself' : ''}`];
+    throw new Error(`invalid run config (the retail recipe's knobs live in its retail: section):\n${[...moved, ...note].map((l) => `  ${l}`).join('\n')}`);
+  }
   const r = RunFileSchema.safeParse(raw);
   if (!r.success) throw new Error(`invalid run config:\n${r.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`).join('\n')}`);
   if ((r.data.task === undefined) === (r.data.env === undefined)) throw new Error('invalid run config:\n  task: give exactly one of task (a built-in task) and env (an env defined with defineEnv)');
-  if (r.data.env && (raw as Record<string, unknown>).taskOptions !== undefined) throw new Error('invalid run config:\n  taskOptions: applies to task, not env (env takes split, valSplit and maxTasks itself)');
+  const retail = retailSectionConflicts(r.data);
+  if (retail.length) throw new Error(`invalid run config:\n${retail.map((l) => `  ${l}`).join('\n')}`);
   const sft = r.data.sft;
-  if (sft && (sft.data === undefined) === (sft.stream === undefined)) throw new Error('invalid run config:\n  sft: give exactly one of sft.data (a trajectories file) and sft.stream (fresh conversations)');
-  if (sft?.stream !== undefined && r.data.task !== 'retail-synth') throw new Error(`invalid run config:\n  sft.stream: streams retail-synth conversations; task is ${r.data.task ?? 'absent (an env run)'}`);
-  if (r.data.sft?.stream !== undefined && r.data.grpo === undefined && r.data.sft.config.steps === undefined) throw new Error('invalid run config:\n  sft.config.steps: a streamed SFT stage needs a step count');
+  if (sft && sft.data === undefined && r.data.retail?.stream === undefined) throw new Error('invalid run config:\n  sft.data: the SFT stage needs a trajectories file (or, for task retail-synth, a stream of fresh conversations: retail.stream)');
   if (r.data.task === 'program' ? r.data.rollout === undefined : r.data.rollout !== undefined && r.data.env === undefined) throw new Error('invalid run config:\n  rollout: a rollout section (an agent program) goes with task: program or an env: section, and task program needs one');
   const trainer = r.data.grpo === undefined ? null : parseTrainerConfig(r.data.grpo);
   if (r.data.backend) {
@@ -259,7 +194,7 @@ function backendConflicts(run: RunFile, trainer: TrainerConfig | null): string[]
   const out: string[] = [];
   const why = 'the backend trains through Tinker\'s losses only (src/rl/backend-update.ts)';
   if (run.policy.type !== 'gpt-oss') out.push(`policy.type: a run on a training backend needs policy.type gpt-oss (its tokenizer and chat format), not ${run.policy.type}`);
-  if (run.curriculum) out.push('curriculum: the copy curriculum trains in process; run it without backend first, or drop it');
+  if (run.retail?.curriculum) out.push('retail.curriculum: the copy curriculum trains in process; run it without backend first, or drop it');
   if (run.engine.type === 'openai') out.push('engine.type: with a backend the rollouts sample on the backend; drop engine.type openai');
   if (trainer === null && !run.sft) out.push('grpo: a run on a training backend needs a grpo or an sft section');
   if (trainer !== null) {
@@ -288,8 +223,18 @@ export function runFileFromCheckpoint(raw: unknown, checkpoint: string, options:
   const policy: Record<string, unknown> = { ...(file.policy as Record<string, unknown> | undefined), checkpoint };
   delete policy.preset;
   delete policy.modelConfig;
-  delete file.prepare;
-  delete file.curriculum; // a checkpoint is past the curriculum: running it again would train over the loaded weights
+  // A checkpoint is past the data stage and the curriculum (running it again would train over the loaded weights);
+  // the stream and the drills are the SFT stage's data.
+  if (file.retail !== null && typeof file.retail === 'object' && !Array.isArray(file.retail)) {
+    const retail = { ...(file.retail as Record<string, unknown>) };
+    delete retail.prepare;
+    delete retail.curriculum;
+    if (!options.keepSft) {
+      delete retail.stream;
+      delete retail.drills;
+    }
+    file.retail = retail;
+  }
   if (!options.keepSft) delete file.sft;
   return { ...file, policy };
 }
@@ -381,8 +326,6 @@ function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: 
 export async function buildRun(run: RunFile): Promise<BuiltRun> {
   if (run.rollout) return buildProgramRun(run);
   if (run.env) return buildEnvRun(run);
-  if (run.taskOptions.trainFamilies && run.task !== 'retail-synth') throw new Error(`taskOptions.trainFamilies applies to task retail-synth only, not ${run.task}`);
-  if (run.taskOptions.trainMaxRefusals !== undefined && run.task !== 'retail-synth') throw new Error(`taskOptions.trainMaxRefusals applies to task retail-synth only (the scripted user), not ${run.task}`);
   if (run.task === 'toy') {
     const s = createToySetup({ lr: run.policy.type === 'tabular' ? run.policy.lr : undefined });
     const common = { format: s.format as ChatFormat, makeEnv: s.makeEnv as () => AgentEnv, trainTasks: s.taskIds, valTasks: s.taskIds, padId: s.padId };
@@ -397,7 +340,7 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
   const version = run.task === 'retail-v0' ? 'v0' : 'v1';
   const tokenizer = loadTokenizer(run.policy.tokenizer);
   const format = createChatFormat(run.policy.format, tokenizer);
-  const o = run.taskOptions;
+  const o = retailTaskOptions(run);
   const train = loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.split }).tasks.slice(0, o.maxTasks);
   const val = o.valSplit ? loadRetailTaskSet({ dataDir: o.dataDir, version, split: o.valSplit }).tasks : undefined;
   const { model, policy, engine, actorUpdate, backend, close } = await policyAndEngine(run, tokenizer.vocabSize);
@@ -513,10 +456,10 @@ function padIdOf(tokenizer: Tokenizer): number {
 }
 
 /** The GRPO training tasks of a synthetic task set: the first `maxTasks`, of the `trainFamilies` when given. */
-function trainTasksOf(tasks: LoadedSynthTaskSet['tasks'], o: RunFile['taskOptions']): string[] {
+function trainTasksOf(tasks: LoadedSynthTaskSet['tasks'], o: RetailTaskOptions): string[] {
   const families = o.trainFamilies ? new Set<string>(o.trainFamilies) : undefined;
   const kept = families ? tasks.filter((t) => families.has(t.longrun.family)) : tasks;
-  if (kept.length === 0) throw new Error(`taskOptions.trainFamilies ${JSON.stringify(o.trainFamilies)}: the training task set has no task of these families`);
+  if (kept.length === 0) throw new Error(`retail.tasks.trainFamilies ${JSON.stringify(o.trainFamilies)}: the training task set has no task of these families`);
   return kept.slice(0, o.maxTasks).map((t) => t.id);
 }
 
@@ -525,8 +468,8 @@ async function buildSynthRun(run: RunFile): Promise<BuiltRun> {
   const { readTaskSet } = await import('../domains/retail/synth/taskset.ts');
   const { makeSynthRetailEnv } = await import('../domains/retail/synth/env.ts');
   const { conversationDefaults } = await import('./retail/prepare.ts');
-  const o = run.taskOptions;
-  if (!o.dataDir) throw new Error('task retail-synth needs taskOptions.dataDir (a task-set folder from `longrun gen tasks`)');
+  const o = retailTaskOptions(run);
+  if (!o.dataDir) throw new Error('task retail-synth needs retail.tasks.dataDir (a task-set folder from `longrun gen tasks`)');
   if (!run.policy.tokenizer) throw new Error('the retail task needs policy.tokenizer (a BPE file, o200k_harmony or qwen3)');
   const trainSet = readTaskSet(o.dataDir);
   const valSet = o.valDir ? readTaskSet(o.valDir) : undefined;

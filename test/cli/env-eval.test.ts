@@ -125,7 +125,7 @@ describe('longrun eval --config on an env module', () => {
     const tasks = join(dir, 'synth');
     await cli('gen', 'tasks', '--seed', '5', '--count', '2', '--out', tasks);
     const retailRun = join(dir, 'retail.yaml');
-    writeFileSync(retailRun, stringify({ task: 'retail-synth', taskOptions: { dataDir: tasks, valDir: tasks }, policy: { type: 'gpt-oss', checkpoint: join(dir, 'a'), tokenizer: join(dir, 'a', 'tokenizer.json') } }));
+    writeFileSync(retailRun, stringify({ task: 'retail-synth', retail: { tasks: { dataDir: tasks, valDir: tasks } }, policy: { type: 'gpt-oss', checkpoint: join(dir, 'a'), tokenizer: join(dir, 'a', 'tokenizer.json') } }));
     const out = join(dir, 'eval-retail');
     const { stdout } = await cli('eval', '--config', retailRun, '--checkpoint', join(dir, 'a'), '--trials', '1', '--max-tokens', '4', '--out', out, '--no-progress');
     assert.match(stdout, /retail-synth run: the scripted user on .*synth\/tasks\.json/);

@@ -27,11 +27,13 @@ describe('loadRun', () => {
 
   it('points the policy at a checkpoint and drops the stages before it', async () => {
     let seen: Record<string, unknown> | undefined;
-    const file = write('stages.yaml', { ...toy, policy: { type: 'gpt-oss', preset: 'tiny-1m' }, curriculum: { outDir: 'c', stages: [{ ids: [2, 3], steps: 1 }] } });
+    const retail = { tasks: { dataDir: join(dir, 'tasks') }, prepare: { dir: join(dir, 'data') }, curriculum: { outDir: 'c', stages: [{ ids: [2, 3], steps: 1 }] }, drills: { copy: { documents: 1 } } };
+    const file = write('stages.yaml', { ...toy, task: 'retail-synth', policy: { type: 'gpt-oss', preset: 'tiny-1m' }, retail, sft: { data: 'x.jsonl', outDir: 'o' } });
     // The edit sees the file as runFileFromCheckpoint left it; the build then fails on the missing checkpoint.
     await assert.rejects(loadRun(file, { checkpoint: join(dir, 'no-such-model'), edit: (raw) => void (seen = structuredClone(raw)) }));
     assert.deepEqual(seen?.policy, { type: 'gpt-oss', checkpoint: join(dir, 'no-such-model') });
-    assert.equal(seen?.curriculum, undefined);
+    assert.deepEqual(seen?.retail, { tasks: retail.tasks }, 'the data stage, the curriculum and (with the sft section) the drills are dropped');
+    assert.equal(seen?.sft, undefined);
   });
 
   it('refuses a file without a grpo section where one is needed, before building anything', async () => {

@@ -80,7 +80,7 @@ describe('model settings (longrun.json)', () => {
 
   it('from a run file: GRPO limits and validation temperature; inline text for a policy that is not the compact one', () => {
     const run = {
-      task: 'retail-synth', taskOptions: { dataDir: trainDir, tools: 'compact', maxSteps: 150 },
+      task: 'retail-synth', retail: { tasks: { dataDir: trainDir, tools: 'compact', maxSteps: 150 } },
       policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 'o200k_harmony', format: 'hermes' },
       grpo: { data: { trainBatchSize: 1 }, rollout: { maxTurns: 12, maxResponseTokens: 2000, maxTokensPerTurn: 100, topK: 20 }, trainer: { totalSteps: 1, valTemperature: 0.7 } },
     };
@@ -91,18 +91,18 @@ describe('model settings (longrun.json)', () => {
     );
     const custom = join(dir, 'custom');
     writeTaskSet(custom, generateTaskSet({ worldSeed: 7, taskSeed: 8, count: 1, sizes: { products: 20, users: 20, orders: 40 }, difficulty: 1, split: 'train' }), 'Only cancel orders.');
-    assert.deepEqual(settingsFromRun({ ...run, taskOptions: { ...run.taskOptions, dataDir: custom } }).policy, { text: 'Only cancel orders.' });
-    // Without the task folder, the prepare section names the policy.
-    const prepared = { ...run, taskOptions: { ...run.taskOptions, dataDir: join(dir, 'gone') }, prepare: { dir: join(dir, 'gone-data'), tasks: { train: 1, validation: 1, policy: 'compact' }, tokenizer: { vocabSize: 300 } } };
+    assert.deepEqual(settingsFromRun({ ...run, retail: { tasks: { ...run.retail.tasks, dataDir: custom } } }).policy, { text: 'Only cancel orders.' });
+    // Without the task folder, the data stage (retail.prepare) names the policy.
+    const prepared = { ...run, retail: { tasks: { ...run.retail.tasks, dataDir: join(dir, 'gone') }, prepare: { dir: join(dir, 'gone-data'), tasks: { train: 1, validation: 1, policy: 'compact' }, tokenizer: { vocabSize: 300 } } } };
     assert.equal(settingsFromRun(prepared).policy, 'compact');
   });
 
   it('refuses runs it cannot describe, saying what is missing', () => {
-    const base = { task: 'retail-synth', taskOptions: { dataDir: trainDir, tools: 'compact' }, policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 'o200k_harmony' } };
+    const base = { task: 'retail-synth', retail: { tasks: { dataDir: trainDir, tools: 'compact' } }, policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 'o200k_harmony' } };
     assert.throws(() => settingsFromRun(base, { runFile: 'base.yaml' }), /base\.yaml has no grpo section .*give --max-turns, --max-response-tokens, --temperature/);
     assert.equal(settingsFromRun(base, { overrides: { maxTurns: 8, maxResponseTokens: 900, temperature: 1 } }).maxTurns, 8);
-    assert.throws(() => settingsFromRun({ ...base, task: 'toy' }, { runFile: 'toy.yaml' }), /task retail-synth runs .*task is toy/);
-    assert.throws(() => settingsFromRun({ ...base, taskOptions: { dataDir: join(dir, 'missing') } }, { overrides: { maxTurns: 1, maxResponseTokens: 1, temperature: 1 } }), /cannot tell the policy text: .*missing.*policy\.md does not exist/);
+    assert.throws(() => settingsFromRun({ task: 'toy', policy: base.policy }, { runFile: 'toy.yaml' }), /task retail-synth runs .*task is toy/);
+    assert.throws(() => settingsFromRun({ ...base, retail: { tasks: { dataDir: join(dir, 'missing') } } }, { overrides: { maxTurns: 1, maxResponseTokens: 1, temperature: 1 } }), /cannot tell the policy text: .*missing.*policy\.md does not exist/);
   });
 
   it('`longrun model settings` writes the file into the model folder; an existing different one needs --force', async () => {
@@ -110,7 +110,7 @@ describe('model settings (longrun.json)', () => {
     writeFileSync(join(model, 'config.json'), '{}');
     writeFileSync(join(dir, 'tok.json'), '{"fake": true}');
     const runFile = join(dir, 'base.yaml');
-    writeFileSync(runFile, stringify({ task: 'retail-synth', taskOptions: { dataDir: trainDir, tools: 'compact' }, policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: join(dir, 'tok.json') } }));
+    writeFileSync(runFile, stringify({ task: 'retail-synth', retail: { tasks: { dataDir: trainDir, tools: 'compact' } }, policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: join(dir, 'tok.json') } }));
     const cli = (extra: string[]) => {
       const program = new Command().exitOverride();
       registerModel(program);

@@ -15,15 +15,15 @@ describe('presets/*.yaml', () => {
       const { run, trainer } = parseStagesRunFile(raw);
       if (trainer) assert.ok(trainer.trainer.totalSteps > 0);
       else assert.ok(run.sft, 'a run without GRPO has an SFT stage');
-      if (run.sft?.stream !== undefined) {
-        parseRetailStream(run.sft.stream);
-        assert.ok(parseSftConfig(run.sft.config).steps! > 0);
+      if (run.retail?.stream !== undefined) {
+        parseRetailStream(run.retail.stream);
+        assert.ok(parseSftConfig(run.sft!.config).steps! > 0);
       }
-      if (raw.prepare !== undefined) {
-        const prep = PrepareSchema.parse(raw.prepare);
+      if (run.retail?.prepare !== undefined) {
+        const prep = PrepareSchema.parse(run.retail.prepare);
         // the data stage writes where the task, tokenizer and SFT sections read
-        assert.equal(run.taskOptions.dataDir, join(prep.dir, 'train'));
-        assert.equal(run.taskOptions.valDir, join(prep.dir, 'validation'));
+        assert.equal(run.retail.tasks.dataDir, join(prep.dir, 'train'));
+        assert.equal(run.retail.tasks.valDir, join(prep.dir, 'validation'));
         // a fresh model reads the data stage's tokenizer; a checkpoint its own
         assert.equal(run.policy.tokenizer, run.policy.checkpoint ? join(run.policy.checkpoint, 'tokenizer.json') : join(prep.dir, 'tokenizer.json'));
         if (run.sft?.data !== undefined) assert.equal(run.sft.data, join(prep.dir, 'expert.jsonl'));
@@ -40,9 +40,9 @@ describe('docs/results/**/*.yaml (the run files behind recorded results)', () =>
       const raw = parseYaml(readFileSync(join('docs/results', file), 'utf8')) as Record<string, unknown>;
       const { run, trainer } = parseStagesRunFile(raw);
       assert.ok(trainer || run.sft, 'an SFT or a GRPO stage');
-      if (run.sft?.stream !== undefined) {
-        parseRetailStream(run.sft.stream);
-        assert.ok(parseSftConfig(run.sft.config).steps! > 0);
+      if (run.retail?.stream !== undefined) {
+        parseRetailStream(run.retail.stream);
+        assert.ok(parseSftConfig(run.sft!.config).steps! > 0);
       }
     });
   }
@@ -56,13 +56,16 @@ describe('runFileFromCheckpoint', () => {
     assert.equal(run.policy.checkpoint, 'ckpt/step-1');
     assert.equal(run.policy.preset, undefined);
     assert.equal(run.policy.modelConfig, undefined);
-    assert.equal(run.prepare, undefined);
+    assert.equal(run.retail?.prepare, undefined);
     assert.equal(run.sft, undefined);
-    assert.ok(parseRunFile(raw).run.curriculum, 'the preset has a curriculum');
-    assert.equal(run.curriculum, undefined);
+    assert.equal(run.retail?.drills, undefined, 'the drills go with the SFT stage');
+    assert.deepEqual(run.retail?.tasks, parseRunFile(raw).run.retail?.tasks, 'the tasks stay');
+    assert.ok(parseRunFile(raw).run.retail?.curriculum, 'the preset has a curriculum');
+    assert.equal(run.retail?.curriculum, undefined);
     const kept = parseRunFile(runFileFromCheckpoint(raw, 'c', { keepSft: true })).run;
     assert.ok(kept.sft);
-    assert.equal(kept.curriculum, undefined);
+    assert.ok(kept.retail?.drills?.copy, 'the drills stay with the SFT stage');
+    assert.equal(kept.retail?.curriculum, undefined);
     assert.ok((raw as { policy: { preset?: string } }).policy.preset, 'the input is not modified');
     assert.throws(() => runFileFromCheckpoint('not a mapping', 'c'), /not a mapping/);
   });

@@ -3,7 +3,8 @@
  * behind the results under docs/) parses with the parser its kind needs, down to the sections that are parsed only
  * when their stage runs, so a result's recipe cannot rot unnoticed:
  * - a run file (`task:` or `env:`) for `longrun train --config`: the stages (`parseStagesRunFile`, with the GRPO section when
- *   there is one), the SFT stage's settings and stream, the data stage, and every curriculum stage's SFT settings;
+ *   there is one), the SFT stage's settings, and in the retail section (`retail:`) the stream, the data stage and every
+ *   curriculum stage's SFT settings;
  * - an SFT settings file (neither `task:` nor `env:`) for `longrun sft --config`: `parseSftConfig`.
  * A file that records a run the code can no longer build says so in its first lines, with the reason:
  * `# longrun: historical — <why>`; it must still be YAML, and is not parsed further.
@@ -37,10 +38,11 @@ function parseCommitted(raw: unknown): 'grpo run' | 'stage run' | 'sft settings'
   }
   const { run, trainer } = parseStagesRunFile(raw);
   if (run.sft) parseSftConfig({ ...run.sft.config, padId: 0 });
-  if (run.sft?.stream !== undefined) parseRetailStream(run.sft.stream);
-  if (run.prepare !== undefined) PrepareSchema.parse(run.prepare);
-  for (const stage of run.curriculum?.stages ?? []) parseSftConfig({ ...DRILL_SFT_DEFAULTS, ...run.curriculum!.config, steps: stage.steps, padId: 0 });
-  if (trainer === null) assert.ok(run.sft || run.curriculum || run.prepare, 'a run without GRPO has another stage');
+  const retail = run.retail;
+  if (retail?.stream !== undefined) parseRetailStream(retail.stream);
+  if (retail?.prepare !== undefined) PrepareSchema.parse(retail.prepare);
+  for (const stage of retail?.curriculum?.stages ?? []) parseSftConfig({ ...DRILL_SFT_DEFAULTS, ...retail!.curriculum!.config, steps: stage.steps, padId: 0 });
+  if (trainer === null) assert.ok(run.sft || retail?.curriculum || retail?.prepare, 'a run without GRPO has another stage');
   return trainer ? 'grpo run' : 'stage run';
 }
 
@@ -71,7 +73,9 @@ describe('every committed run file', () => {
     assert.equal(parseCommitted({ steps: 10, lr: 1e-3 }), 'sft settings');
     assert.throws(() => parseCommitted({ task: 'toy', policy: { type: 'gpt-oss', preset: 'tiny-1m' }, sft: { data: 'x.jsonl', outDir: 'o', config: { stepz: 2 } } }), /stepz/);
     assert.throws(() => parseCommitted({ stepz: 10 }), /stepz/);
-    assert.equal(historicalReason('# longrun: historical — trained before sft.stream existed\ntask: toy\n'), 'trained before sft.stream existed');
+    assert.equal(historicalReason('# longrun: historical — trained before retail.stream existed\ntask: toy\n'), 'trained before retail.stream existed');
+    assert.throws(() => parseCommitted({ task: 'retail-synth', policy: { type: 'gpt-oss', preset: 'tiny-1m' }, sft: { data: 'x.jsonl', outDir: 'o' }, retail: { prepare: { dir: 'd', tasks: { train: 1, validation: 1 }, tokenizer: { vocabSize: 100 } } } }), /vocabSize/);
+    assert.throws(() => parseCommitted({ task: 'retail-synth', policy: { type: 'gpt-oss', preset: 'tiny-1m' }, sft: { outDir: 'o', config: { steps: 1 } }, retail: { stream: { seed: 1, tasksPerWorlds: 2 } } }), /tasksPerWorlds/);
     assert.equal(historicalReason('# a run of attempt 4\ntask: toy\n'), null);
   });
 });

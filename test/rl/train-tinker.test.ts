@@ -200,6 +200,6 @@ describe('longrun train with backend: { type: tinker } through a local longrun s
     assert.doesNotThrow(() => parseRunFile({ ...base, backend, sft: { data: 'x.jsonl', outDir: 'o' } }));
     assert.doesNotThrow(() => parseStagesRunFile({ task: 'toy', policy: base.policy, backend, sft: { data: 'x.jsonl', outDir: 'o' } }));
     assert.throws(() => parseStagesRunFile({ task: 'toy', policy: base.policy, backend }), /grpo: a run on a training backend needs a grpo or an sft section/);
-    assert.throws(() => parseRunFile({ ...base, backend, curriculum: { outDir: 'c', stages: [{ ids: [1, 2], steps: 1 }] } }), /curriculum: the copy curriculum trains in process/);
+    assert.throws(() => parseRunFile({ ...base, task: 'retail-synth', backend, retail: { curriculum: { outDir: 'c', stages: [{ ids: [1, 2], steps: 1 }] } } }), /retail\.curriculum: the copy curriculum trains in process/);
   });
 });

@@ -135,7 +135,7 @@ describe('retail AgentLoop with the qwen3 format', () => {
   it('a tiny random model from a run file with policy.format qwen3: requests extend each other, sampled tokens kept verbatim', async () => {
     const { run, trainer } = parseRunFile({
       task: 'retail-synth',
-      taskOptions: { dataDir: join(dir, 'train'), tools: 'compact' },
+      retail: { tasks: { dataDir: join(dir, 'train'), tools: 'compact' } },
       policy: { type: 'gpt-oss', preset: 'tiny-1m', modelConfig: { max_position_embeddings: 4096 }, tokenizer: 'qwen3', format: 'qwen3', seed: 4 },
       engine: { type: 'in-process', batching: 'step', maxBatchSize: 4 },
       grpo: { data: { trainBatchSize: 1 }, rollout: { n: 2, temperature: 1, maxTurns: 3, maxResponseTokens: 1024, maxTokensPerTurn: 12 }, trainer: { totalSteps: 1 } },

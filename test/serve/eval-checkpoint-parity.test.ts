@@ -82,7 +82,7 @@ describe('longrun eval --agent checkpoint reproduces the in-process rollouts of 
     model.dispose();
     raw = {
       task: 'retail-synth',
-      taskOptions: { dataDir: join(dir, 'train'), valDir: heldOut, maxSteps: 200, tools: 'compact' },
+      retail: { tasks: { dataDir: join(dir, 'train'), valDir: heldOut, maxSteps: 200, tools: 'compact' } },
       policy: { type: 'gpt-oss', checkpoint: join(dir, 'sft', 'model'), tokenizer: join(dir, 'tokenizer.json'), format: 'harmony' },
       engine: { type: 'in-process', batching: 'step', maxBatchSize: 4 },
       grpo: { data: { trainBatchSize: 1 }, rollout: { n: 2, temperature: 1, maxTurns: 5, maxResponseTokens: 1024, maxTokensPerTurn: 24 }, trainer: { totalSteps: 1, valTemperature: 1 } },

@@ -12,8 +12,8 @@
  *
  * The ids use the retail shapes (prefix + 4–10 digits) and the run's own tokenizer, so the drill trains exactly the
  * tokens the agent must later copy. Which id is repeated next is a choice (its first digits carry entropy); the rest
- * of it is determined by the context. Mixed into SFT (`sft.copyDrill` in a run file), the drill documents are
- * packed with the expert trajectories like any other document. Deterministic for a seed.
+ * of it is determined by the context. Mixed into SFT (`retail.drills.copy` in a run file), the drill documents
+ * are packed with the expert trajectories like any other document. Deterministic for a seed.
  */
 import { join } from 'node:path';
 import { Mulberry32Rng } from '../../engine/random.ts';
@@ -105,8 +105,8 @@ export function copyDrillDocuments(tokenizer: Tokenizer, options: CopyDrillOptio
 }
 
 /**
- * The SFT settings of a drill stage (a run file's `curriculum`): 16 packed rows of 512 tokens per step, constant
- * learning rate 2e-3 after 10 warm-up steps.
+ * The SFT settings of a drill stage (a run file's `retail.curriculum`): 16 packed rows of 512 tokens per step,
+ * constant learning rate 2e-3 after 10 warm-up steps.
  */
 export const DRILL_SFT_DEFAULTS = {
   seed: 0, seqLen: 512, microBatchTokens: 8192, rowsPerStep: 16, lr: 2e-3, warmupSteps: 10, schedule: 'constant', gradClip: 1,

@@ -1,17 +1,18 @@
 /**
- * The data stage of a retail run (`prepare:` in a `longrun train --config` file), so one file runs the whole
+ * The data stage of a retail run (`retail.prepare` in a `longrun train --config` file), so one file runs the whole
  * pipeline: synthetic train/validation task sets over distinct world seeds (as `longrun gen tasks`) → expert
  * trajectories on the train split with the scripted user (as `longrun rollout --agent expert`, the SFT corpus) → a
  * byte-level BPE tokenizer trained on those trajectories rendered with the agent system prompt and tool schemas the
  * rollouts will see (as `longrun sft` does).
  *
  * ```yaml
- * prepare:
- *   dir: runs/retail-tiny/data     # writes DIR/train/, DIR/validation/, DIR/expert.jsonl, DIR/tokenizer.json, DIR/prepare.json
- *   seed: 7                        # task and world seeds derive from it
- *   tasks: { train: 200, validation: 50, difficulty: 1, families: [cancel, info], policy: tau2, users: 100, orders: 200 }
- *   expert: { trials: 1 }
- *   tokenizer: { vocabSize: 2048 }
+ * retail:
+ *   prepare:
+ *     dir: runs/retail-tiny/data     # writes DIR/train/, DIR/validation/, DIR/expert.jsonl, DIR/tokenizer.json, DIR/prepare.json
+ *     seed: 7                        # task and world seeds derive from it
+ *     tasks: { train: 200, validation: 50, difficulty: 1, families: [cancel, info], policy: tau2, users: 100, orders: 200 }
+ *     expert: { trials: 1 }
+ *     tokenizer: { vocabSize: 2048 }
  * ```
  * `policy`: `tau2` (τ²'s retail policy.md, ~6.7k characters), `compact` (the short summary below, for the small-model
  * runs: the prompt is then mostly the 16 tool schemas) or a file path. Idempotent: DIR/prepare.json records the
@@ -89,7 +90,7 @@ export const PrepareSchema = z.object({
      */
     spaces: z.enum(['merge', 'separate']).optional(),
   }).strict(),
-  /** Tool schemas in the prompts the tokenizer is trained on (the run's `taskOptions.tools`; set by `longrun train`). */
+  /** Tool schemas in the prompts the tokenizer is trained on (the run's `retail.tasks.tools`; set by `longrun train`). */
   tools: z.enum(['full', 'compact']).default('full'),
 }).strict();
 
@@ -160,13 +161,13 @@ export function preparePaths(dir: string): Omit<PreparedData, 'log' | 'reused'> 
 
 export async function prepareRetailData(raw: unknown, options: { tools?: ToolSchemaStyle } = {}): Promise<PreparedData> {
   const r = PrepareSchema.safeParse(options.tools !== undefined && raw !== null && typeof raw === 'object' ? { ...raw, tools: options.tools } : raw);
-  if (!r.success) throw new Error(`invalid prepare section:\n${r.error.issues.map((i) => `  prepare.${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  if (!r.success) throw new Error(`invalid retail.prepare section:\n${r.error.issues.map((i) => `  retail.prepare.${i.path.join('.')}: ${i.message}`).join('\n')}`);
   const spec = r.data;
   const paths = preparePaths(spec.dir);
   const marker = join(spec.dir, 'prepare.json');
   const specJson = JSON.stringify(spec, null, 2);
   if (existsSync(marker)) {
-    if (readFileSync(marker, 'utf8') !== specJson) throw new Error(`prepare: ${spec.dir} was prepared with a different prepare section (see ${marker}); delete the folder or use another dir`);
+    if (readFileSync(marker, 'utf8') !== specJson) throw new Error(`prepare: ${spec.dir} was prepared with a different retail.prepare section (see ${marker}); delete the folder or use another dir`);
     return { ...paths, log: [`prepare: reusing ${spec.dir}`], reused: true };
   }
   const log: string[] = [];

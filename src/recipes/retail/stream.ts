@@ -162,10 +162,10 @@ export type RetailStreamSpec = z.output<typeof RetailStreamSchema>;
 
 export function parseRetailStream(raw: unknown): RetailStreamSpec {
   const r = RetailStreamSchema.safeParse(raw);
-  if (!r.success) throw new Error(`invalid sft.stream section:\n${r.error.issues.map((i) => `  sft.stream.${i.path.join('.')}: ${i.message}`).join('\n')}`);
-  if (r.data.expert.walk && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.expert.walk: the walk is a note; set sft.stream.expert.notes: true as well');
-  if (r.data.expert.itemWalk && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.expert.itemWalk: the item walk is a note; set sft.stream.expert.notes: true as well');
-  if ((r.data.lookupDrill?.recall ?? 0) > 0 && !r.data.expert.notes) throw new Error('invalid sft.stream section:\n  sft.stream.lookupDrill.recall: the recall turn is a note; set sft.stream.expert.notes: true as well');
+  if (!r.success) throw new Error(`invalid retail.stream section:\n${r.error.issues.map((i) => `  retail.stream.${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  if (r.data.expert.walk && !r.data.expert.notes) throw new Error('invalid retail.stream section:\n  retail.stream.expert.walk: the walk is a note; set retail.stream.expert.notes: true as well');
+  if (r.data.expert.itemWalk && !r.data.expert.notes) throw new Error('invalid retail.stream section:\n  retail.stream.expert.itemWalk: the item walk is a note; set retail.stream.expert.notes: true as well');
+  if ((r.data.lookupDrill?.recall ?? 0) > 0 && !r.data.expert.notes) throw new Error('invalid retail.stream section:\n  retail.stream.lookupDrill.recall: the recall turn is a note; set retail.stream.expert.notes: true as well');
   return r.data;
 }
 

@@ -195,7 +195,7 @@ export function discoverRun(dir: string): RunLayout {
     return { ...s, run, name: file !== undefined ? (inRun === '' ? file || name : `${inRun}/${file || '(unnamed)'}`) : name };
   });
   const runNames = [...new Set(stages.map((s) => s.run))];
-  // The data stage (longrun train's prepare section: task sets, expert corpus, tokenizer) is a folder discovery skips.
+  // The data stage (longrun train's retail.prepare section: task sets, expert corpus, tokenizer) is a folder discovery skips.
   for (const run of runNames) {
     if (existsSync(join(dir, run, 'data', 'prepare.json'))) stages.push({ path: rel(run, 'data'), run, name: 'data', kind: 'data', prepare: rel(run, 'data', 'prepare.json') });
   }

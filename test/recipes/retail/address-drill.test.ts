@@ -69,10 +69,10 @@ test('address drill: a fresh address everywhere the old one was (text and call),
   assert.throws(() => addressDrillRecords(experts, { documents: 0 }), /documents must be a positive integer/);
 });
 
-test('run file: sft.addressDrill is validated', () => {
-  const base = { task: 'toy', policy: { type: 'tabular' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
-  const sft = (addressDrill: unknown) => ({ ...base, sft: { data: 'x.jsonl', outDir: 'out', addressDrill } });
-  assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.sft?.addressDrill, { documents: 10, seed: 0 });
+test('run file: retail.drills.address is validated', () => {
+  const base = { task: 'retail-synth', policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 't.json' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
+  const sft = (address: unknown) => ({ ...base, sft: { data: 'x.jsonl', outDir: 'out' }, retail: { drills: { address } } });
+  assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.retail?.drills?.address, { documents: 10, seed: 0 });
   assert.throws(() => parseRunFile(sft({ documents: 0 })), /documents/);
   assert.throws(() => parseRunFile(sft({ documents: 5, extra: 1 })), /extra|Unrecognized/i);
 });

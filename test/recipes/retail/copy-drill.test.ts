@@ -74,11 +74,11 @@ test('copy drill documents: deterministic, loss exactly on the repetition tokens
   assert.throws(() => copyDrillDocuments(tokenizer, { documents: 1, ids: [3, 2] }), /ids must be \[min, max\]/);
 });
 
-test('run file: sft.copyDrill is validated', () => {
-  const base = { task: 'toy', policy: { type: 'tabular' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
-  const sft = (copyDrill: unknown) => ({ ...base, sft: { data: 'x.jsonl', outDir: 'out', copyDrill } });
-  assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.sft?.copyDrill, { documents: 10, seed: 0, ids: [4, 12], people: 0 });
-  assert.equal(parseRunFile(sft({ documents: 10, people: 0.25 })).run.sft?.copyDrill?.people, 0.25);
+test('run file: retail.drills.copy is validated', () => {
+  const base = { task: 'retail-synth', policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 't.json' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
+  const sft = (copy: unknown) => ({ ...base, sft: { data: 'x.jsonl', outDir: 'out' }, retail: { drills: { copy } } });
+  assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.retail?.drills?.copy, { documents: 10, seed: 0, ids: [4, 12], people: 0 });
+  assert.equal(parseRunFile(sft({ documents: 10, people: 0.25 })).run.retail?.drills?.copy?.people, 0.25);
   assert.throws(() => parseRunFile(sft({ documents: 10, people: 2 })), /people|too big|<=/i);
   assert.throws(() => parseRunFile(sft({ documents: 0 })), /documents/);
   assert.throws(() => parseRunFile(sft({ documents: 5, ids: [5, 2] })), /min ≤ max/);
@@ -126,15 +126,15 @@ test('copy curriculum: stages train the model in turn, log their drill loss, and
   }
 });
 
-test('run file: curriculum is validated', () => {
-  const base = { task: 'toy', policy: { type: 'tabular' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
-  const withCurriculum = (curriculum: unknown) => ({ ...base, curriculum });
-  assert.deepEqual(parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 5 }] })).run.curriculum,
+test('run file: retail.curriculum is validated', () => {
+  const base = { task: 'retail-synth', policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 't.json' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
+  const withCurriculum = (curriculum: unknown) => ({ ...base, retail: { curriculum } });
+  assert.deepEqual(parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 5 }] })).run.retail?.curriculum,
     { outDir: 'c', documents: 40000, seed: 1, config: {}, stages: [{ ids: [2, 3], steps: 5 }] });
   assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [] })), /stages/);
   assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [4, 2], steps: 5 }] })), /min ≤ max/);
   assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 0 }] })), /steps/);
   assert.throws(() => parseRunFile(withCurriculum({ stages: [{ ids: [2, 3], steps: 1 }] })), /outDir/);
-  assert.equal(parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 5, people: 0.5 }] })).run.curriculum?.stages[0].people, 0.5);
+  assert.equal(parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 5, people: 0.5 }] })).run.retail?.curriculum?.stages[0].people, 0.5);
   assert.throws(() => parseRunFile(withCurriculum({ outDir: 'c', stages: [{ ids: [2, 3], steps: 5, people: -0.1 }] })), /people|too small|>=/i);
 });

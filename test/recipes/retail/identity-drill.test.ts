@@ -78,10 +78,10 @@ test('identity drill byName: the share of name-and-zip identifications; unset dr
   assert.throws(() => identityDrillRecords(experts, { documents: 1, byName: 2 }), /byName must be a probability/);
 });
 
-test('run file: sft.identityDrill is validated', () => {
-  const base = { task: 'toy', policy: { type: 'tabular' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
-  const sft = (identityDrill: unknown) => ({ ...base, sft: { data: 'x.jsonl', outDir: 'out', identityDrill } });
-  assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.sft?.identityDrill, { documents: 10, seed: 0 });
+test('run file: retail.drills.identity is validated', () => {
+  const base = { task: 'retail-synth', policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 't.json' }, grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } } };
+  const sft = (identity: unknown) => ({ ...base, sft: { data: 'x.jsonl', outDir: 'out' }, retail: { drills: { identity } } });
+  assert.deepEqual(parseRunFile(sft({ documents: 10 })).run.retail?.drills?.identity, { documents: 10, seed: 0 });
   assert.throws(() => parseRunFile(sft({ documents: 0 })), /documents/);
   assert.throws(() => parseRunFile(sft({ documents: 5, people: 1 })), /people|Unrecognized/i);
 });

@@ -29,7 +29,7 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       const b = await prepareRetailData(section);
       assert.equal(b.reused, true);
       assert.equal(readFileSync(b.trajectories, 'utf8'), trajectories);
-      await assert.rejects(prepareRetailData({ ...section, seed: 6 }), /different prepare section/);
+      await assert.rejects(prepareRetailData({ ...section, seed: 6 }), /different retail\.prepare section/);
       await assert.rejects(prepareRetailData({ ...section, tasks: { ...section.tasks, train: 0 } }), /prepare\.tasks\.train/);
 
       // Same section in another folder: the same files (seeded).
@@ -94,13 +94,13 @@ describe('prepare (the data stage of a retail-synth run)', () => {
     }
   });
 
-  it('taskOptions.trainFamilies restricts the GRPO training tasks to those families and leaves validation whole', async () => {
+  it('retail.tasks.trainFamilies restricts the GRPO training tasks to those families and leaves validation whole', async () => {
     const { buildRun, parseRunFile } = await import('../../../src/recipes/train-setup.ts');
     const dir = mkdtempSync(join(tmpdir(), 'longrun-prepare-'));
     try {
       const a = await prepareRetailData({ dir, seed: 4, tasks: { train: 30, validation: 8, difficulty: 1, policy: 'compact', users: 30, orders: 60, families: ['cancel', 'info', 'failed_auth', 'return'] }, expert: { trials: 1 }, tokenizer: { vocabSize: 300 } });
-      const file = (taskOptions: Record<string, unknown>, task = 'retail-synth') => parseRunFile({
-        task, taskOptions: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact', ...taskOptions },
+      const file = (tasks: Record<string, unknown>, task = 'retail-synth') => parseRunFile({
+        task, retail: { tasks: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact', ...tasks } },
         policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: a.tokenizer, format: 'harmony' },
         grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } },
       }).run;
@@ -114,9 +114,10 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       assert.deepEqual(some.deps.valTasks, all.deps.valTasks);
       await assert.rejects(buildRun(file({ trainFamilies: ['exchange'] })), /has no task of these families/);
       assert.throws(() => file({ trainFamilies: ['no_such_family'] }), /trainFamilies|Invalid/);
-      await assert.rejects(buildRun(file({ trainFamilies: chosen }, 'toy')), /retail-synth only/);
+      assert.throws(() => file({ trainFamilies: chosen }, 'retail-v1'), /retail\.tasks\.trainFamilies: .*retail-synth only/);
+      assert.throws(() => file({ trainFamilies: chosen }, 'toy'), /retail: the retail recipe's section goes with task .*this is task toy/);
 
-      // taskOptions.trainMaxRefusals: the training customer leaves at its second refusal, the validation one stays.
+      // retail.tasks.trainMaxRefusals: the training customer leaves at its second refusal, the validation one stays.
       const patient = await buildRun(file({ trainMaxRefusals: 2 }));
       const cancel = patient.deps.trainTasks.find((id) => family(id) === 'cancel')!;
       assert.ok(cancel, 'a cancel task to propose on');
@@ -131,14 +132,15 @@ describe('prepare (the data stage of a retail-synth run)', () => {
       if (valCancel) assert.equal(await refusalsUntilDone(patient.deps.makeValEnv!(), valCancel), Infinity);
       assert.equal(await refusalsUntilDone(all.deps.makeEnv(), cancel), Infinity);
       assert.throws(() => file({ trainMaxRefusals: 0 }), /trainMaxRefusals|Invalid|too_small/);
-      await assert.rejects(buildRun(file({ trainMaxRefusals: 2 }, 'toy')), /retail-synth only/);
+      assert.throws(() => file({ trainMaxRefusals: 2 }, 'retail-v0'), /retail\.tasks\.trainMaxRefusals: .*retail-synth only/);
 
       // The SFT documents: expert conversations, then copy-drill documents, then identity-drill conversations.
       const { sftDocuments } = await import('../../../src/recipes/sft-documents.ts');
       const withSft = parseRunFile({
-        task: 'retail-synth', taskOptions: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact' },
+        task: 'retail-synth',
+        retail: { tasks: { dataDir: a.trainDir, valDir: a.validationDir, tools: 'compact' }, drills: { copy: { documents: 7 }, identity: { documents: 5, seed: 2 } } },
         policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: a.tokenizer, format: 'harmony' },
-        sft: { data: a.trajectories, outDir: join(dir, 'sft'), config: { seqLen: 4096 }, copyDrill: { documents: 7 }, identityDrill: { documents: 5, seed: 2 } },
+        sft: { data: a.trajectories, outDir: join(dir, 'sft'), config: { seqLen: 4096 } },
         grpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 2 } },
       }).run;
       const mixed = await sftDocuments(withSft, all);

@@ -210,7 +210,7 @@ describe('retail stream (fresh SFT conversations every step)', () => {
     assert.notEqual(walking.fingerprint, on.fingerprint);
     const walked = (await Promise.all([2, 3, 4].map((k) => walking.stepData(k)))).map(inLoss).join('\n').split(analysis).slice(1).map((x) => x.slice(0, x.indexOf('<|end|>')));
     assert.ok(walked.some((n) => /\n"\d+": \{"item_id": "\d+", "options": /.test(n) && n.includes(' -> {"item_id": "')), 'an item proposal\'s note walks the variants');
-    assert.throws(() => parseRetailStream({ ...base, expert: { walk: true } }), /the walk is a note; set sft.stream.expert.notes: true/);
+    assert.throws(() => parseRetailStream({ ...base, expert: { walk: true } }), /the walk is a note; set retail\.stream\.expert\.notes: true/);
   });
 
   it('lookupDrill.recall: 0 keeps the earlier fingerprint; on, the long drills end in a recall note; it needs expert.notes', async () => {
@@ -260,14 +260,18 @@ describe('retail stream (fresh SFT conversations every step)', () => {
   });
 
   it('validates its section with clear errors', () => {
-    assert.throws(() => parseRetailStream({ seed: 1, copyDrill: { share: 1.5 } }), /sft\.stream\.copyDrill\.share/);
-    assert.throws(() => parseRetailStream({ seed: -1 }), /sft\.stream\.seed/);
+    assert.throws(() => parseRetailStream({ seed: 1, copyDrill: { share: 1.5 } }), /retail\.stream\.copyDrill\.share/);
+    assert.throws(() => parseRetailStream({ seed: -1 }), /retail\.stream\.seed/);
     assert.throws(() => parseRetailStream({ seed: 1, bogus: 2 }), /Unrecognized key/);
-    const base = { task: 'retail-synth', taskOptions: { dataDir: 'x' }, policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 't.json' } };
-    assert.throws(() => parseStagesRunFile({ ...base, sft: { outDir: 'o', stream: { seed: 1 } } }), /needs a step count/);
-    assert.throws(() => parseStagesRunFile({ ...base, sft: { outDir: 'o', data: 'a.jsonl', stream: { seed: 1 } } }), /exactly one of sft\.data/);
-    assert.throws(() => parseStagesRunFile({ ...base, task: 'toy', sft: { outDir: 'o', stream: { seed: 1 }, config: { steps: 2 } } }), /streams retail-synth/);
-    assert.equal(parseStagesRunFile({ ...base, sft: { outDir: 'o', stream: { seed: 1 }, config: { steps: 2 } } }).trainer, null);
+    const base = { task: 'retail-synth', policy: { type: 'gpt-oss', preset: 'tiny-1m', tokenizer: 't.json' } };
+    const stream = (s: unknown = { seed: 1 }) => ({ tasks: { dataDir: 'x' }, stream: s });
+    assert.throws(() => parseStagesRunFile({ ...base, retail: stream(), sft: { outDir: 'o' } }), /needs a step count/);
+    assert.throws(() => parseStagesRunFile({ ...base, retail: stream(), sft: { outDir: 'o', data: 'a.jsonl' } }), /exactly one of sft\.data/);
+    assert.throws(() => parseStagesRunFile({ ...base, retail: stream(), sft: undefined }), /retail\.stream: .*add an sft section/);
+    assert.throws(() => parseStagesRunFile({ ...base, task: 'retail-v1', retail: stream(), sft: { outDir: 'o', config: { steps: 2 } } }), /retail\.stream: the stream plays synthetic retail conversations \(task retail-synth only\), not retail-v1/);
+    assert.throws(() => parseStagesRunFile({ ...base, task: 'toy', retail: stream(), sft: { outDir: 'o', config: { steps: 2 } } }), /retail: the retail recipe's section goes with task/);
+    assert.throws(() => parseStagesRunFile({ ...base, sft: { outDir: 'o', config: { steps: 2 } } }), /sft\.data: the SFT stage needs a trajectories file \(or, for task retail-synth, .*retail\.stream\)/);
+    assert.equal(parseStagesRunFile({ ...base, retail: stream(), sft: { outDir: 'o', config: { steps: 2 } } }).trainer, null);
   });
 
   it('SFT on the stream resumes bit-identically', async () => {

@@ -108,7 +108,8 @@ describe('GRPO on a defined env through a run file (env: { module })', () => {
     assert.throws(() => parseRunFile(base), /give exactly one of task .* and env/);
     assert.throws(() => parseRunFile({ ...base, env: {} }), /env: give env.module .* or env.id/);
     assert.throws(() => parseRunFile({ ...base, env: { id: 'x', export: 'y' } }), /env.export and env.options apply to env.module/);
-    assert.throws(() => parseRunFile({ ...base, env: { id: 'x' }, taskOptions: { split: 'a' } }), /taskOptions: applies to task, not env/);
+    assert.throws(() => parseRunFile({ ...base, env: { id: 'x' }, taskOptions: { split: 'a' } }), /taskOptions: moved to retail\.tasks.*\n.*env: takes split, valSplit and maxTasks itself/);
+    assert.throws(() => parseRunFile({ ...base, env: { id: 'x' }, retail: { tasks: { split: 'a' } } }), /retail: the retail recipe's section goes with task retail-v0, retail-v1, retail-synth; this is an env: run/);
     assert.throws(() => parseRunFile({ ...base, env: { id: 'x', tasks: 3 } }), /env: Unrecognized key/);
     const { run } = parseRunFile({ ...base, env: { module: './m.ts' } });
     assert.deepEqual(run.env, { module: './m.ts', split: 'train' });

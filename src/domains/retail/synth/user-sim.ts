@@ -36,7 +36,8 @@ export interface ScriptedUserOptions {
   /**
    * Proposals it turns down before it leaves (`###STOP###` with the last refusal); default: never leaves for that.
    * A proposal of the request's first version by a user who changes its mind is not a refusal. A training option
-   * (`taskOptions.trainMaxRefusals`): the loops of wrong proposals end early, the evaluation keeps the patient user.
+   * (`retail.tasks.trainMaxRefusals` in a run file): the loops of wrong proposals end early, the evaluation keeps the
+   * patient user.
    */
   maxRefusals?: number;
 }
