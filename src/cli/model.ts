@@ -74,7 +74,7 @@ export function register(program: Command): void {
   model
     .command('probe')
     .description("play the small seeded probe of a model folder's card (card.json: probe) and compare the rewards with the card's, episode for episode")
-    .argument('<dir>', 'a model folder with card.json and longrun.json, e.g. models/retail-pretrain')
+    .argument('<dir>', 'a model folder with card.json and longrun.json, e.g. models/retail-base')
     .option('--write', "store the probe's result in card.json instead of comparing")
     .action(async (dir: string, o: { write?: boolean }) => {
       const { readCardProbe, runCardProbe, writeCardProbeResult } = await import('./card-probe.ts');

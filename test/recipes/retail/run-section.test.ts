@@ -92,7 +92,7 @@ describe('the old places of the retail knobs', () => {
         curriculum: { outDir: 'runs/retail-tiny/curriculum', documents: 40000, seed: 1, config: {}, stages: [{ ids: [2, 3], steps: 150 }, { ids: [2, 3], steps: 250 }, { ids: [3, 6], steps: 50 }, { ids: [4, 12], steps: 60 }] },
         'sft.copyDrill': { documents: 8000, seed: 5, ids: [2, 12], people: 0 },
       },
-      'presets/retail-pretrain-v2.yaml': {
+      'docs/results/retail-grpo/pretrain/v2.yaml': {
         taskOptions: { dataDir: 'runs/retail-pretrain-v2/data/train', split: 'base', valDir: 'runs/retail-pretrain-v2/data/validation', maxSteps: 200, tools: 'compact' },
         prepare: { dir: 'runs/retail-pretrain-v2/data', seed: 2027, tasks: { train: 1024, validation: 128, difficulty: 1, policy: 'compact', users: 500, orders: 1000 }, expert: { trials: 1, seed: 0 }, tokenizer: { vocabSize: 2048, format: 'harmony', digits: 'single-llama', spaces: 'separate' } },
         curriculum: { outDir: 'runs/retail-pretrain-v2/curriculum', documents: 40000, seed: 1, config: {}, stages: [{ ids: [2, 3], steps: 150 }, { ids: [2, 3], steps: 250 }, { ids: [3, 6], steps: 50 }, { ids: [4, 12], steps: 60 }] },
