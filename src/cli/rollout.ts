@@ -107,7 +107,7 @@ export function formatDemoSummary(envId: string, split: string, records: readonl
 /** `longrun rollout --env`: the env's demonstrator on a split, written as SFT trajectories. */
 export async function rolloutEnvCommand(o: { env: string; split: string; trials: number; seed: number; limit?: number; out: string }, print: (line: string) => void = console.log): Promise<DemonstrationRecord[]> {
   const def = await resolveEnvDefinition(o.env, 'rollout --env');
-  if (!def.spec.demonstrator) throw new Error(`rollout --env ${o.env}: env ${def.id} has no demonstrator (give defineEnv a demonstrator: (task) => turns) to record SFT trajectories from`);
+  if (!def.spec.demonstrator && !def.spec.demonstratorSession) throw new Error(`rollout --env ${o.env}: env ${def.id} has no demonstrator (give defineEnv a demonstrator: (task) => turns) to record SFT trajectories from`);
   let envErrors = 0;
   const records = await demonstrationEpisodes(def, o.split, o.trials, {
     seed: o.seed,

@@ -4,7 +4,7 @@
  */
 import type { ToolSpec } from '../../llm/index.ts';
 import { parseEnvId } from '../../gym/registry/env-id.ts';
-import { DefinedToolEnv, DONE_TOOL_SPEC, type DefinedEnvOptions } from './env.ts';
+import { DefinedToolEnv, DONE_TOOL_SPEC, doneToolSpec, type DefinedEnvOptions } from './env.ts';
 import { errorMessage, EpisodeError } from './errors.ts';
 import { checkToolDef, toolSpec } from './tool.ts';
 import type { DefineEnvSpec, Task } from './types.ts';
@@ -92,7 +92,7 @@ export class EnvDefinition<S = unknown, T extends Task = Task> {
    */
   toolSpecs(): ToolSpec[] | null {
     if ((this.spec.sources ?? []).length > 0) return null;
-    return [...(this.spec.tools ?? []).map(toolSpec), ...(this.hasUser ? [DONE_TOOL_SPEC] : [])];
+    return [...(this.spec.tools ?? []).map(toolSpec), ...(this.hasUser ? [doneToolSpec(this.spec)] : [])];
   }
 
   /** A task's family (`spec.family`), or undefined. */
@@ -131,9 +131,24 @@ function checkSpec(spec: DefineEnvSpec): void {
   if (typeof spec.reward !== 'function') throw new TypeError(`${where}: reward must be a function of the finished episode`);
   const t = spec.tasks as unknown;
   if (!(Array.isArray(t) || typeof t === 'function' || (typeof t === 'object' && t !== null))) throw new TypeError(`${where}: tasks must be an array, a { split: tasks } record or a function of the split`);
-  for (const k of ['state', 'disposeState', 'family', 'demonstrator'] as const) {
+  for (const k of ['state', 'disposeState', 'family', 'demonstrator', 'demonstratorSession', 'prepareTurn', 'checkTurn', 'callTool'] as const) {
     if (spec[k] !== undefined && typeof spec[k] !== 'function') throw new TypeError(`${where}: ${k} must be a function`);
   }
+  for (const k of ['maxSteps', 'maxErrors'] as const) {
+    const v = spec[k];
+    if (v !== undefined && !(Number.isInteger(v) && v >= 1)) throw new TypeError(`${where}: ${k} must be a positive integer, got ${String(v)}`);
+  }
+  if (spec.malformedArguments !== undefined && spec.malformedArguments !== 'keep' && spec.malformedArguments !== 'empty') {
+    throw new TypeError(`${where}: malformedArguments must be 'keep' or 'empty', got ${JSON.stringify(spec.malformedArguments)}`);
+  }
+  const d = spec.doneTool as unknown;
+  if (d !== undefined) {
+    const o = d as { description?: unknown; parameters?: unknown };
+    if (typeof d !== 'object' || d === null || Array.isArray(d)) throw new TypeError(`${where}: doneTool must be an object { description?, parameters? }`);
+    if (o.description !== undefined && typeof o.description !== 'string') throw new TypeError(`${where}: doneTool.description must be a string`);
+    if (o.parameters !== undefined && (typeof o.parameters !== 'object' || o.parameters === null || Array.isArray(o.parameters))) throw new TypeError(`${where}: doneTool.parameters must be a JSON Schema object`);
+  }
+  if (spec.demonstrator !== undefined && spec.demonstratorSession !== undefined) throw new TypeError(`${where}: give demonstrator or demonstratorSession, not both`);
   if (spec.greeting !== undefined && typeof spec.greeting !== 'string') throw new TypeError(`${where}: greeting must be a string`);
   if (spec.maxTurns !== undefined && !(Number.isInteger(spec.maxTurns) && spec.maxTurns >= 1)) throw new TypeError(`${where}: maxTurns must be a positive integer, got ${String(spec.maxTurns)}`);
   if (spec.user !== undefined && (typeof spec.user !== 'object' || spec.user === null || typeof spec.user.respond !== 'function')) {

@@ -37,11 +37,12 @@ export interface DemonstrationOptions {
 
 /**
  * Plays the demonstrator `trials` times on every task of `split`. A demonstrator whose turns run out before the
- * episode ends is an error naming the env and task.
+ * episode ends is an error naming the env and task. An interactive demonstrator (a session) plays until the env ends
+ * the episode (its `maxTurns`, or `maxSteps`, bounds it).
  */
 export async function demonstrationEpisodes(def: AnyEnvDefinition, split = 'train', trials = 1, options: DemonstrationOptions = {}): Promise<DemonstrationRecord[]> {
-  const demo = def.spec.demonstrator;
-  if (!demo) throw new Error(`env ${def.id} has no demonstrator (spec.demonstrator: (task) => turns)`);
+  const { demonstrator, demonstratorSession } = def.spec;
+  if (!demonstrator && !demonstratorSession) throw new Error(`env ${def.id} has no demonstrator (spec.demonstrator: (task) => turns, or spec.demonstratorSession)`);
   if (!(Number.isInteger(trials) && trials >= 1)) throw new RangeError(`demonstrationEpisodes: trials must be a positive integer, got ${trials}`);
   const tasks = (await def.tasks(split)).slice(0, options.maxTasks);
   const env = def.makeEnv({ tasks });
@@ -52,21 +53,35 @@ export async function demonstrationEpisodes(def: AnyEnvDefinition, split = 'trai
       for (let trial = 0; trial < trials; trial++) {
         const seed = (options.seed ?? 0) + index++;
         try {
-          const [, info0] = await env.reset({ seed, options: { taskId: task.id } });
-          const turns = demo(task);
-          let ended = false;
-          let reward = 0;
+          const [obs0, info0] = await env.reset({ seed, options: { taskId: task.id } });
+          const made = demonstrator ? demonstrator(task) : demonstratorSession!(task, { seed, tools: info0.tools as ToolSpec[] });
+          let ended = info0.terminationReason !== null && info0.terminationReason !== undefined;
+          let reward = ended ? ((info0.rewardInfo as { reward?: number } | null)?.reward ?? 0) : 0;
           let info = info0;
-          for (const turn of turns) {
-            const [, r, terminated, truncated, i] = await env.step(turn);
-            info = i;
-            if (terminated || truncated) {
-              ended = true;
-              reward = r;
-              break;
+          if (Array.isArray(made)) {
+            for (const turn of made) {
+              if (ended) break;
+              const [, r, terminated, truncated, i] = await env.step(turn);
+              info = i;
+              if (terminated || truncated) {
+                ended = true;
+                reward = r;
+              }
+            }
+            if (!ended) throw new Error(`env ${def.id}: the demonstrator's ${made.length} turns ran out before the episode of task ${task.id} ended`);
+          } else {
+            if (typeof made?.act !== 'function') throw new TypeError(`env ${def.id}: demonstratorSession must return a session { act(observed) }, got ${made === null ? 'null' : typeof made} for task ${task.id}`);
+            let observed = obs0.messages;
+            while (!ended) {
+              const [obs, r, terminated, truncated, i] = await env.step(made.act(observed));
+              observed = obs.messages;
+              info = i;
+              if (terminated || truncated) {
+                ended = true;
+                reward = r;
+              }
             }
           }
-          if (!ended) throw new Error(`env ${def.id}: the demonstrator's ${turns.length} turns ran out before the episode of task ${task.id} ended`);
           if (options.minReward !== undefined && reward < options.minReward) continue;
           const family = def.familyOf(task);
           out.push({

@@ -11,6 +11,11 @@
  * goes to the user, whose reply is the observation; a user that returns null leaves (`user_stop`). With a user the
  * agent also has a `done` tool, which ends the episode after the turn's other calls (`agent_stop`). After
  * `maxTurns` agent turns the episode ends `max_turns` (truncated; still scored).
+ * Optional rules (off by default; τ²'s retail env uses them all, src/tooluse/tau2-define.ts): `maxSteps` and
+ * `maxErrors` (τ²'s step and tool-error limits), `doneTool` (how `done` is shown), `prepareTurn` and `checkTurn` (a
+ * turn rewritten before it is recorded; a recorded message that ends the episode), `callTool` (the tool contract),
+ * `malformedArguments` (how arguments that are not an object are recorded), and user replies that end the episode
+ * with a last message.
  * At the end the reward function scores the finished episode; `info.rewardInfo` holds the reward and its info.
  * Failures that are not the agent's (state, a source, the user, the reward: a throw or a non-finite number) are
  * EpisodeErrors naming the env; sources close and `disposeState` runs on every path.
@@ -29,13 +34,22 @@ import type { ToolSchema } from '../types.ts';
 import type { EnvDefinition } from './define.ts';
 import { asEpisodeError, errorMessage, EpisodeError } from './errors.ts';
 import { callTool, checkToolDef, toolSpec } from './tool.ts';
-import type { DefinedTerminationReason, FinishedEpisode, OpenToolSource, ReplayCall, RewardResult, Task, ToolCallRecord, ToolDef, UserSpec } from './types.ts';
+import type {
+  DefineEnvSpec, DefinedTerminationReason, FinishedEpisode, OpenToolSource, ReplayCall, RewardResult, Task, ToolCallOutcome, ToolCallRecord, ToolContext, ToolDef, UserSpec,
+} from './types.ts';
 
-/** The `done` tool an env with a user gives the agent (τ²'s schema and description). */
+/** The `done` tool an env with a user gives the agent (τ²'s description; `spec.doneTool` may change how it is shown). */
 export const DONE_TOOL_SPEC: ToolSpec = {
   type: 'function',
   function: { name: 'done', description: 'Call this function when you are done with the task.', parameters: { type: 'object', properties: {}, required: [] } },
 };
+
+/** The `done` tool as an env shows it: `DONE_TOOL_SPEC` with `spec.doneTool`'s description and parameters. */
+export function doneToolSpec(spec: Pick<DefineEnvSpec<any, any>, 'doneTool'>): ToolSpec {
+  const d = spec.doneTool;
+  if (d === undefined) return DONE_TOOL_SPEC;
+  return { type: 'function', function: { name: 'done', description: d.description ?? DONE_TOOL_SPEC.function.description, parameters: d.parameters ?? DONE_TOOL_SPEC.function.parameters } };
+}
 
 export interface DefinedEnvOptions<T extends Task = Task> extends EnvOptions {
   /** The split the tasks come from (default 'train'). */
@@ -57,7 +71,13 @@ interface Episode<S, T extends Task> {
   toolCalls: ToolCallRecord[];
   turns: number;
   userTurns: number;
+  /** τ²'s steps: agent messages, batches of tool results, user messages. */
+  steps: number;
+  /** Tool calls that were errors. */
+  toolErrors: number;
   nextCallId: number;
+  /** With `malformedArguments: 'empty'`: what the agent sent for calls recorded with `{}`, by call id. */
+  rawArguments: Map<string, unknown>;
   finished: boolean;
   reason: DefinedTerminationReason | null;
   rewardInfo: RewardInfo | null;
@@ -68,13 +88,24 @@ let episodeCounter = 0;
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
-function parseArguments(raw: unknown): unknown {
-  if (typeof raw !== 'string') return raw ?? {};
+/** A JSON string parsed (kept as is when it does not parse); anything else as it came. */
+function parseJsonString(raw: unknown): unknown {
+  if (typeof raw !== 'string') return raw;
   try {
     return JSON.parse(raw);
   } catch {
     return raw;
   }
+}
+
+function parseArguments(raw: unknown): unknown {
+  return parseJsonString(raw) ?? {};
+}
+
+/** A user's reply, checked: a message (and how it ends the episode, if it does), or null (the user left). */
+interface CheckedReply {
+  content: string | null;
+  end: 'user_stop' | 'user_error' | null;
 }
 
 export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<ToolUseObservation, ToolUseAction, string> {
@@ -170,7 +201,7 @@ export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<Tool
       episodeId: `${id}:${task.id}:${++episodeCounter}`,
       controller: new AbortController(),
       opened: [], tools: new Map(), schemas: [], messages: [], toolCalls: [],
-      turns: 0, userTurns: 0, nextCallId: 0, finished: false, reason: null, rewardInfo: null, cleaned: false,
+      turns: 0, userTurns: 0, steps: 0, toolErrors: 0, nextCallId: 0, rawArguments: new Map(), finished: false, reason: null, rewardInfo: null, cleaned: false,
     };
     this.episode = ep;
     try {
@@ -201,20 +232,23 @@ export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<Tool
           ep.tools.set(t.name, t as ToolDef<S, T>);
         }
       }
-      ep.schemas = [...[...ep.tools.values()].map(toolSpec), ...(this.definition.hasUser ? [DONE_TOOL_SPEC] : [])];
+      ep.schemas = [...[...ep.tools.values()].map(toolSpec), ...(this.definition.hasUser ? [doneToolSpec(spec)] : [])];
       if (spec.greeting !== undefined) ep.messages.push({ role: 'assistant', content: spec.greeting, toolCalls: null });
-      let first: string | null;
+      let first: CheckedReply | null;
       if (spec.user === undefined) {
         const prompt = (task as { prompt?: unknown }).prompt;
         if (typeof prompt !== 'string' || prompt.trim() === '') throw new EpisodeError(`env ${id}: task ${task.id} has no prompt (a non-empty string): a single-agent env opens with task.prompt; give the env a user otherwise`, { env: id });
-        first = prompt;
+        first = { content: prompt, end: null };
       } else {
         first = await this.userReply(ep, spec.user);
         if (first === null) throw new EpisodeError(`env ${id}: the user left before its first message (task ${task.id})`, { env: id });
       }
-      const added: Message = { role: 'user', content: first, toolCalls: null };
+      const added: Message = { role: 'user', content: first.content, toolCalls: null };
       ep.messages.push(added);
       ep.userTurns++;
+      ep.steps++;
+      const reason = this.limits(ep, first.end);
+      if (reason !== null) await this.finish(ep, reason);
       return [this.observe([added]), this.info(ep)];
     } catch (e) {
       await this.endEpisode();
@@ -227,43 +261,56 @@ export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<Tool
     const id = this.id;
     if (ep === null) throw new ResetNeeded(`env ${id}: call reset() before step()`);
     if (ep.finished || ep.cleaned) throw new ResetNeeded(`env ${id}: the episode ended (${ep.reason ?? 'env error'}); call reset() to start a new one`);
-    const turn = this.toTurn(action);
+    const spec = this.definition.spec;
+    let turn = this.toTurn(action);
+    if (spec.prepareTurn) turn = this.toTurn(spec.prepareTurn(turn));
     const msg = this.assistantMessage(ep, turn);
     ep.messages.push(msg);
     ep.turns++;
+    ep.steps++;
     const added: Message[] = [];
     try {
-      let reason: DefinedTerminationReason | null = null;
+      let reason: DefinedTerminationReason | null = spec.checkTurn ? this.checkedTurnEnd(spec.checkTurn(msg)) : null;
       const calls = msg.toolCalls ?? [];
       if (calls.length > 0) {
-        for (const c of calls) {
-          if (this.definition.hasUser && c.name === 'done') {
-            reason = 'agent_stop';
-            continue;
+        if (reason === null) {
+          for (const c of calls) {
+            if (this.definition.hasUser && c.name === 'done') {
+              reason = 'agent_stop';
+              continue;
+            }
+            const args = ep.rawArguments.has(c.id) ? ep.rawArguments.get(c.id) : c.arguments;
+            const out = await this.runCall(ep.tools, { name: c.name, arguments: args }, { state: ep.state, task: ep.task, seed: ep.seed, episodeId: ep.episodeId, signal: ep.controller.signal });
+            if (out.error) ep.toolErrors++;
+            ep.toolCalls.push({ name: c.name, arguments: args, result: out.output, error: out.error });
+            const toolMsg: Message = { role: 'tool', id: c.id, content: out.output, requestor: 'assistant', error: out.error };
+            ep.messages.push(toolMsg);
+            added.push(toolMsg);
           }
-          const args = c.arguments;
-          const out = await callTool(ep.tools, { name: c.name, arguments: args }, { state: ep.state, task: ep.task, seed: ep.seed, episodeId: ep.episodeId, signal: ep.controller.signal });
-          ep.toolCalls.push({ name: c.name, arguments: args, result: out.output, error: out.error });
-          const toolMsg: Message = { role: 'tool', id: c.id, content: out.output, requestor: 'assistant', error: out.error };
-          ep.messages.push(toolMsg);
-          added.push(toolMsg);
+          ep.steps++;
+          reason = this.limits(ep, reason);
         }
-      } else if (this.definition.spec.user === undefined) {
-        reason = 'agent_stop';
       } else {
-        const reply = await this.userReply(ep, this.definition.spec.user);
-        if (reply === null) reason = 'user_stop';
-        else {
-          const userMsg: Message = { role: 'user', content: reply, toolCalls: null };
-          ep.messages.push(userMsg);
-          ep.userTurns++;
-          added.push(userMsg);
+        if (spec.user === undefined) reason ??= 'agent_stop';
+        reason = this.limits(ep, reason);
+        if (reason === null && spec.user !== undefined) {
+          const reply = await this.userReply(ep, spec.user);
+          if (reply === null) reason = 'user_stop';
+          else {
+            const userMsg: Message = { role: 'user', content: reply.content, toolCalls: null };
+            ep.messages.push(userMsg);
+            ep.userTurns++;
+            ep.steps++;
+            added.push(userMsg);
+            reason = this.limits(ep, reply.end);
+          }
         }
       }
       if (reason === null && ep.turns >= this.definition.maxTurns) reason = 'max_turns';
       if (reason === null) return [this.observe(added), 0, false, false, this.info(ep)];
       const rewardInfo = await this.finish(ep, reason);
-      return [this.observe(added), rewardInfo.reward, reason !== 'max_turns', reason === 'max_turns', this.info(ep)];
+      const truncated = isTruncation(reason);
+      return [this.observe(added), rewardInfo.reward, !truncated, truncated, this.info(ep)];
     } catch (e) {
       await this.endEpisode();
       throw asEpisodeError(e, id, `step failed on task ${ep.task.id}`);
@@ -290,16 +337,50 @@ export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<Tool
   }
 
   private assistantMessage(ep: Episode<S, T>, turn: AgentTurn): AssistantMessage {
+    const empty = this.definition.spec.malformedArguments === 'empty';
     const calls: ToolCall[] = (turn.toolCalls ?? []).map((c) => {
+      const id = c.id ?? `call_${ep.nextCallId++}`;
+      if (empty) {
+        // τ²'s way: the conversation records {}, the tool gets what was sent (and says what came).
+        const raw = parseJsonString(c.arguments);
+        if (!isObject(raw)) ep.rawArguments.set(id, raw);
+        return { id, name: c.name, arguments: isObject(raw) ? raw : {}, requestor: 'assistant' };
+      }
       const args = parseArguments(c.arguments);
       // Arguments that are not an object are kept as sent, so the tool error can say what came (the message's type says object).
-      return { id: c.id ?? `call_${ep.nextCallId++}`, name: c.name, arguments: args as Record<string, unknown>, requestor: 'assistant' };
+      return { id, name: c.name, arguments: args as Record<string, unknown>, requestor: 'assistant' };
     });
     const content = turn.content === undefined || turn.content === '' ? null : turn.content;
     return { role: 'assistant', content, toolCalls: calls.length ? calls : null, ...(turn.reasoning ? { reasoning: turn.reasoning } : {}) };
   }
 
-  private async userReply(ep: Episode<S, T>, user: UserSpec<S, T>): Promise<string | null> {
+  /** `spec.checkTurn`'s answer, checked. */
+  private checkedTurnEnd(r: unknown): DefinedTerminationReason | null {
+    if (r === null || r === undefined) return null;
+    if (r === 'agent_stop' || r === 'agent_error') return r;
+    throw new EpisodeError(`env ${this.id}: checkTurn returned ${JSON.stringify(r)}; it must return 'agent_stop', 'agent_error' or null`, { env: this.id });
+  }
+
+  /** The reason after τ²'s limit checks (`maxSteps`, then `maxErrors`; each overrides what came before). */
+  private limits(ep: Episode<S, T>, reason: DefinedTerminationReason | null): DefinedTerminationReason | null {
+    const { maxSteps, maxErrors } = this.definition.spec;
+    if (maxSteps !== undefined && ep.steps >= maxSteps) reason = 'max_steps';
+    if (maxErrors !== undefined && ep.toolErrors >= maxErrors) reason = 'too_many_errors';
+    return reason;
+  }
+
+  /** One tool call: through `spec.callTool` when there is one (its answer checked), else `callTool`. */
+  private async runCall(tools: ReadonlyMap<string, ToolDef<S, T>>, call: { name: string; arguments: unknown }, ctx: ToolContext<S, T>): Promise<ToolCallOutcome> {
+    const hook = this.definition.spec.callTool;
+    if (!hook) return callTool(tools, call, ctx);
+    const out = await hook(call, { ...ctx, tools });
+    if (!isObject(out) || typeof out.output !== 'string' || typeof out.error !== 'boolean') {
+      throw new EpisodeError(`env ${this.id}: callTool returned ${JSON.stringify(out)} for ${call.name}; it must return { output: string, error: boolean }`, { env: this.id });
+    }
+    return { output: out.output, error: out.error };
+  }
+
+  private async userReply(ep: Episode<S, T>, user: UserSpec<S, T>): Promise<CheckedReply | null> {
     const last = [...ep.messages].reverse().find((m) => m.role === 'assistant');
     let reply: unknown;
     try {
@@ -311,10 +392,11 @@ export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<Tool
       throw asEpisodeError(e, this.id, `the user${user.name ? ` (${user.name})` : ''} threw on task ${ep.task.id}`);
     }
     if (reply === null) return null;
-    if (typeof reply !== 'string' || reply.trim() === '') {
-      throw new EpisodeError(`env ${this.id}: the user${user.name ? ` (${user.name})` : ''} returned ${JSON.stringify(reply)} on task ${ep.task.id}; it must return a non-empty string, or null to leave`, { env: this.id });
+    if (typeof reply === 'string' && reply.trim() !== '') return { content: reply, end: null };
+    if (isObject(reply) && (reply.end === 'user_stop' || reply.end === 'user_error') && (reply.content === null || typeof reply.content === 'string')) {
+      return { content: reply.content, end: reply.end };
     }
-    return reply;
+    throw new EpisodeError(`env ${this.id}: the user${user.name ? ` (${user.name})` : ''} returned ${JSON.stringify(reply)} on task ${ep.task.id}; it must return a non-empty string, null to leave, or a last message { content, end: 'user_stop' | 'user_error' }`, { env: this.id });
   }
 
   /** Scores the finished episode, then ends it (sources closed, state disposed) whatever happens. */
@@ -341,7 +423,8 @@ export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<Tool
         throw new EpisodeError(`env ${id}: the reward function returned ${typeof r === 'object' ? JSON.stringify(r) : String(r)} on task ${ep.task.id}; a reward must be a finite number (or { reward, info })`, { env: id });
       }
       const info = typeof r === 'object' && isObject(r.info) ? r.info : {};
-      ep.rewardInfo = {
+      const breakdown = typeof r === 'object' && isObject(r.breakdown) ? r.breakdown : undefined;
+      ep.rewardInfo = breakdown ? { reward, ...(breakdown as Omit<RewardInfo, 'reward'>) } : {
         reward, rewardBasis: null, rewardBreakdown: {}, dbCheck: null, actionChecks: null, communicateChecks: null, nlAssertions: null,
         info: { ...info, terminationReason: reason },
       };
@@ -365,7 +448,7 @@ export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<Tool
     const controller = new AbortController();
     try {
       for (const [i, c] of calls.entries()) {
-        const out = await callTool(tools, c, { state, task: ep.task, seed: ep.seed, episodeId: `${ep.episodeId}:replay`, signal: controller.signal });
+        const out = await this.runCall(tools, c, { state, task: ep.task, seed: ep.seed, episodeId: `${ep.episodeId}:replay`, signal: controller.signal });
         if (out.error) throw new EpisodeError(`env ${id}: gold action ${i} (${c.name}) of task ${ep.task.id} failed on replay: ${out.output}`, { env: id });
       }
       return await read(state);
@@ -418,9 +501,16 @@ export class DefinedToolEnv<S = unknown, T extends Task = Task> extends Env<Tool
       systemPrompt: this.definition.spec.instructions,
       episodeId: ep.episodeId,
       turns: ep.turns,
+      ...(this.definition.spec.maxSteps !== undefined ? { stepCount: ep.steps } : {}),
+      ...(this.definition.spec.maxErrors !== undefined ? { numErrors: ep.toolErrors } : {}),
       terminationReason: ep.reason,
       rewardInfo: ep.rewardInfo,
       ...(this.definition.spec.family ? { family: this.definition.spec.family(ep.task) } : {}),
     };
   }
+}
+
+/** The reasons that end an episode by a limit (truncated, in Gymnasium's terms) rather than by its own end. */
+function isTruncation(reason: DefinedTerminationReason): boolean {
+  return reason === 'max_turns' || reason === 'max_steps';
 }

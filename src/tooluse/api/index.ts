@@ -1,12 +1,14 @@
 /** The environment API (README.md here): everything public of src/tooluse/api. */
 export { EpisodeError } from './errors.ts';
 export type {
-  DefineEnvSpec, DefinedTerminationReason, DemoTurn, FinishedEpisode, JsonSchema, OpenToolSource, ReplayCall, RewardFn, RewardResult, Task,
-  TaskList, ToolCallRecord, ToolContext, ToolDef, ToolSource, ToolSourceContext, UserContext, UserSpec,
+  DefineEnvSpec, DefinedTerminationReason, DemoContext, DemoSession, DemoTurn, FinishedEpisode, JsonSchema, OpenToolSource, ReplayCall, RewardFn,
+  RewardResult, Task, TaskList, ToolCallHookContext, ToolCallOutcome, ToolCallRecord, ToolContext, ToolDef, ToolSource, ToolSourceContext,
+  UserContext, UserReply, UserSpec,
 } from './types.ts';
+export type { AgentTurn } from '../orchestrator.ts';
 export { tool, toolSpec, parametersSchema, validateArguments, DEFAULT_TOOL_TIMEOUT_MS } from './tool.ts';
 export { defineEnv, EnvDefinition, isEnvDefinition, DEFAULT_MAX_TURNS, type AnyEnvDefinition } from './define.ts';
-export { DefinedToolEnv, DONE_TOOL_SPEC, type DefinedEnvOptions } from './env.ts';
+export { DefinedToolEnv, DONE_TOOL_SPEC, doneToolSpec, type DefinedEnvOptions } from './env.ts';
 export { scriptedUser, llmUser, USER_STOP_TOKEN, type LlmUserOptions } from './users.ts';
 export { rewards, canonicalJson, stateHash, type Check, type FinalStateOptions, type RubricOptions } from './rewards.ts';
 export { registerEnv, getEnvDefinition, definedEnvIds, unregisterEnv, loadEnvModule } from './registry.ts';

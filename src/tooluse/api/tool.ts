@@ -8,7 +8,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import type { ToolSpec } from '../../llm/index.ts';
 import { EpisodeError, errorMessage } from './errors.ts';
-import type { JsonSchema, Task, ToolContext, ToolDef } from './types.ts';
+import type { JsonSchema, Task, ToolCallOutcome, ToolContext, ToolDef } from './types.ts';
 
 export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
 
@@ -65,10 +65,17 @@ function cleanSchema(x: unknown): unknown {
 
 const jsonSchemas = new WeakMap<object, JsonSchema>();
 
-/** The parameters' JSON Schema, as the model is shown it (zod: `z.toJSONSchema`, input side, so defaults are optional). */
+/**
+ * The parameters' JSON Schema, as the model is shown it (zod: `z.toJSONSchema`, input side, so defaults are optional).
+ * A JSON Schema with `type: 'object'` and `properties` is shown as written, key order included (the chat formats
+ * print it); one without them gets them in front.
+ */
 export function parametersSchema(t: ToolDef): JsonSchema {
   const p = t.parameters as unknown;
-  if (!isZodSchema(p)) return { type: 'object', properties: {}, ...(p as JsonSchema) };
+  if (!isZodSchema(p)) {
+    const js = p as JsonSchema;
+    return js.type === 'object' && Object.hasOwn(js, 'properties') ? js : { type: 'object', properties: {}, ...js };
+  }
   let s = jsonSchemas.get(p);
   if (!s) {
     try {
@@ -120,11 +127,7 @@ export function validateArguments(t: ToolDef, args: unknown): { ok: true; value:
   return { ok: false, error: ajvErrors(v.errors ?? []) };
 }
 
-export interface ToolCallOutcome {
-  /** The text the agent sees. */
-  output: string;
-  error: boolean;
-}
+export type { ToolCallOutcome } from './types.ts';
 
 function render(result: unknown): string {
   if (typeof result === 'string') return result;
