@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { dashboardScreenshot } from '../serve/dashboard/screenshot.ts';
 import { startDashboard } from '../serve/dashboard/server.ts';
+import { outFile } from './out-file.ts';
 
 export function register(program: Command): void {
   program
@@ -22,7 +23,7 @@ export function register(program: Command): void {
     }, 1280)
     .action(async (runDir: string, opts: { host: string; port: number; screenshot?: string; chromium?: string; width: number }) => {
       if (opts.screenshot !== undefined) {
-        await dashboardScreenshot({ runDir, out: opts.screenshot, chromium: opts.chromium, width: opts.width });
+        await dashboardScreenshot({ runDir, out: outFile(opts.screenshot), chromium: opts.chromium, width: opts.width });
         console.error(`wrote ${opts.screenshot}`);
         return;
       }

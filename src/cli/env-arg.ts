@@ -30,9 +30,12 @@ export async function resolveEnvArg(arg: string, options?: Record<string, unknow
   return arg;
 }
 
-/** The defined env (`defineEnv`) that `arg` names: a module, or the id of one loaded before. */
+/**
+ * The defined env (`defineEnv`) that `arg` names: a module, or the id of one loaded before or built in with a
+ * definition (the τ² retail envs).
+ */
 export async function resolveEnvDefinition(arg: string, what: string): Promise<AnyEnvDefinition> {
   const id = await resolveEnvArg(arg);
-  if (!definedEnvIds().includes(id)) throw new Error(`${what} needs an env defined with defineEnv (a module of yours); ${id} is a built-in env${id.startsWith('longrun/retail') ? ' (retail: use --tasks with a task set from `longrun gen tasks`)' : ''}`);
+  if (!definedEnvIds({ all: true }).includes(id)) throw new Error(`${what} needs an env defined with defineEnv (a module of yours); ${id} is a built-in env without one`);
   return getEnvDefinition(id);
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
@@ -11,6 +12,7 @@ import { readConfigFile } from '../recipes/config-file.ts';
 import { parseStagesRunFile } from '../recipes/train-setup.ts';
 import { evalFolderProposalTable, formatFamilyProposalTable } from '../recipes/retail/proposals.ts';
 import { agentPrompt, describePolicy, MODEL_SETTINGS_FILE, policySettingFromFlag, readModelSettings, toolsInStyle, type ModelSettings, type PolicySetting } from '../recipes/model-settings.ts';
+import { resolveModelFolder } from './checkpoint-arg.ts';
 
 function int(name: string, min: number) {
   return (v: string): number => {
@@ -77,6 +79,9 @@ export async function evalConfigCommand(opts: EvalCommandOptions, explicit: Expl
   if (!opts.checkpoint) throw new Error('--config needs --checkpoint DIR (the model to evaluate)');
   const { run } = parseStagesRunFile(readConfigFile(config, '--config'));
   const out = opts.out ?? join('runs', 'eval', basename(resolve(opts.checkpoint)));
+  // A GRPO or SFT checkpoint folder, or a run's `latest`, stands for the model folder in it.
+  const { dir: checkpoint, note } = resolveModelFolder(opts.checkpoint);
+  if (note) print(note);
   if (run.env === undefined) {
     if (run.task !== 'retail-synth') throw new Error(`--config ${config}: eval --config takes runs on an env defined with defineEnv (env:) or retail-synth runs; this run's task is ${run.task} (evaluate it with --task-set / --tasks)`);
     if (opts.baseline !== undefined) throw new Error('--baseline applies to runs on an env defined with defineEnv; compare retail eval folders with `longrun analyze compare`');
@@ -84,17 +89,31 @@ export async function evalConfigCommand(opts: EvalCommandOptions, explicit: Expl
     if (!dir) throw new Error(`--config ${config}: retail.tasks names no valDir or dataDir to evaluate on`);
     if (explicit('split')) throw new Error('--split applies to runs on an env defined with defineEnv (a retail-synth task set is one split)');
     print(`retail-synth run: the scripted user on ${join(dir, 'tasks.json')}`);
-    const retail: EvalCommandOptions = { ...opts, config: undefined, out, agent: 'checkpoint', tasks: join(dir, 'tasks.json'), user: 'scripted' };
+    // The model folder's own tokenizer and settings first (a GRPO checkpoint's policy/model has neither): the run's.
+    const own = existsSync(join(checkpoint, 'tokenizer.json')) || readModelSettings(checkpoint) !== null;
+    const retail: EvalCommandOptions = {
+      ...opts, config: undefined, out, agent: 'checkpoint', checkpoint, tasks: join(dir, 'tasks.json'), user: 'scripted',
+      tokenizer: opts.tokenizer ?? (own ? undefined : run.policy.tokenizer), chatFormat: opts.chatFormat ?? (own ? undefined : run.policy.format),
+    };
     return evalCommand(retail, (k) => explicit(k) || k === 'tasks');
   }
   const summary = await evalRunFileEnv({
-    config, checkpoint: opts.checkpoint, out, split: opts.split, trials: opts.trials, seed: opts.seed, concurrency: opts.concurrency,
-    baseline: opts.baseline, tokenizer: opts.tokenizer, chatFormat: opts.chatFormat, temperature: opts.temperature, maxTurns: opts.maxTurns,
+    config, checkpoint, out, split: opts.split, trials: opts.trials, seed: opts.seed, concurrency: opts.concurrency,
+    baseline: baselineFolder(opts.baseline, print), tokenizer: opts.tokenizer, chatFormat: opts.chatFormat, temperature: opts.temperature, maxTurns: opts.maxTurns,
     maxResponseTokens: opts.maxResponseTokens, maxTokens: opts.maxTokens, saveTokens: opts.saveTokens,
     onEpisode: opts.progress ? (r, p) => console.error(`[${p.done}/${p.total}] task ${r.taskId} trial ${r.trial}: ${r.status === 'ok' ? `reward ${r.reward} (${r.terminationReason})` : `error: ${r.error}`}`) : undefined,
   });
   print(formatEnvEvalSummary(summary));
   return summary.eval.complete ? 0 : 2;
+}
+
+/** `--baseline`: an eval folder as it is; a model, GRPO or SFT checkpoint folder as the model folder in it. */
+function baselineFolder(baseline: string | undefined, print: (line: string) => void): string | undefined {
+  // A path that does not exist is left to the evaluation's own error (neither an eval folder nor a model folder).
+  if (baseline === undefined || !existsSync(baseline) || existsSync(join(baseline, 'trajectories.jsonl'))) return baseline;
+  const { dir, note } = resolveModelFolder(baseline, '--baseline');
+  if (note) print(note);
+  return dir;
 }
 
 /** Which option keys the command line gave (the rest are commander defaults or absent). */
@@ -112,9 +131,10 @@ export function resolveCheckpointOptions(opts: EvalCommandOptions, explicit: Exp
     return { options: opts, lines: [] };
   }
   if (!opts.checkpoint) throw new Error('--agent checkpoint needs --checkpoint DIR');
-  const found = readModelSettings(opts.checkpoint);
+  const resolved = resolveModelFolder(opts.checkpoint);
+  const found = readModelSettings(resolved.dir);
   const s: Partial<ModelSettings> = found?.settings ?? {};
-  const o: EvalCommandOptions = { ...opts };
+  const o: EvalCommandOptions = { ...opts, checkpoint: resolved.dir };
   const fromFile: string[] = [];
   const fromFlags: string[] = [];
   // Each setting: the option key, its value in the file, and how it is shown.
@@ -127,7 +147,7 @@ export function resolveCheckpointOptions(opts: EvalCommandOptions, explicit: Exp
     o[key] = value;
     fromFile.push(`${label} ${show}`);
   };
-  const dir = opts.checkpoint;
+  const dir = resolved.dir;
   const tokenizer = s.tokenizer === undefined ? undefined : s.tokenizer === 'o200k_harmony' ? s.tokenizer : join(dir, s.tokenizer);
   take('chatFormat', s.chatFormat, 'chat format', String(s.chatFormat));
   take('tokenizer', tokenizer, 'tokenizer', String(s.tokenizer));
@@ -177,7 +197,7 @@ export function resolveCheckpointOptions(opts: EvalCommandOptions, explicit: Exp
     // recorded only when set, so that earlier eval folders keep their identity
     ...(o.ignoreSinks ? { sinks: 'ignore' } : {}),
   };
-  const lines: string[] = [];
+  const lines: string[] = resolved.note ? [resolved.note] : [];
   if (found) lines.push(`settings from ${found.file}: ${fromFile.length ? fromFile.join(', ') : 'none used'}${fromFlags.length ? `; overridden by flags: ${fromFlags.join(', ')}` : ''}`);
   else lines.push(`no ${join(dir, MODEL_SETTINGS_FILE)}: ${policy === undefined ? "the task set's policy.md" : 'the --policy text'} and the tools ${tools === undefined ? 'in full' : tools}; write the model's settings with \`longrun model settings\``);
   return { options: { ...o, checkpointAgent, agentSettings }, lines };
@@ -232,7 +252,7 @@ export function register(program: Command): void {
     .option('--config <run-file>', "with --checkpoint: evaluate the checkpoint on the run file's env (an env module of yours, or retail-synth's validation tasks)")
     .option('--baseline <dir>', 'with --config: an eval folder of the same tasks, or a model folder evaluated the same way; prints the paired difference')
     .option('--agent <kind>', `agent: ${AGENT_KINDS.join(' | ')} | checkpoint`, 'openai')
-    .option('--checkpoint <dir>', 'with --agent checkpoint: a gpt-oss checkpoint served on loopback for the run')
+    .option('--checkpoint <dir>', 'with --agent checkpoint or --config: a model folder, an SFT checkpoint, a GRPO checkpoint step folder (its policy/model), or a GRPO checkpoint folder or its latest file (the newest step)')
     .option('--tokenizer <name|file>', 'with --agent checkpoint: o200k_harmony or a BPE file (default <checkpoint>/tokenizer.json)')
     .option('--chat-format <name>', 'with --agent checkpoint: harmony (default) or hermes')
     .option('--policy <compact|tau2|file>', "with --agent checkpoint: the policy text in the agent's system prompt (default: the task set's policy.md)")

@@ -12,6 +12,7 @@ import { TASK_FAMILIES, type TaskFamily } from '../domains/retail/synth/scenario
 import { generateSplits, generateTaskSet, SPLIT_NAMES, writeTaskSet, type SynthTaskSet } from '../domains/retail/synth/taskset.ts';
 import { DEFAULT_WORLD_SIZES, generateWorld, type WorldSizes } from '../domains/retail/synth/world.ts';
 import { worldToJson } from '../domains/retail/synth/world-json.ts';
+import { outFile } from './out-file.ts';
 
 function int(name: string, min = 0) {
   return (v: string): number => {
@@ -125,7 +126,7 @@ export function register(program: Command): void {
       .requiredOption('--out <file>', 'output file'),
   ).action((o: CommonOpts) => {
     const world = generateWorld(o.seed, sizesOf(o));
-    writeFileSync(o.out, worldToJson(world));
+    writeFileSync(outFile(o.out), worldToJson(world));
     console.log(`${o.out}: ${world.products.size} products, ${world.users.size} users, ${world.orders.size} orders`);
   });
 }

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { exportCommand, initCommand, logprobsCommand, parseTokenList, widenCommand } from '../model/checkpoint/commands.ts';
 import type { StoredFloat } from '../model/checkpoint/hf.ts';
 import { shipModelSettings } from '../recipes/model-settings.ts';
+import { outFile } from './out-file.ts';
 
 function count(name: string) {
   return (v: string): number => {
@@ -48,7 +49,7 @@ export function register(program: Command): void {
     .action((dir: string, o: { format: string; out: string; dtype: string; mxfp4?: boolean; tokenizer?: string; name?: string; ggufPre?: string; allowYarnTruncate?: boolean }) => {
       if (o.format !== 'gguf' && o.format !== 'safetensors') throw new Error(`--format must be gguf or safetensors, got '${o.format}'`);
       const r = exportCommand(dir, {
-        format: o.format, out: o.out, dtype: storedFloat(o.dtype), mxfp4: o.mxfp4, tokenizer: o.tokenizer, name: o.name,
+        format: o.format, out: o.format === 'gguf' ? outFile(o.out) : o.out, dtype: storedFloat(o.dtype), mxfp4: o.mxfp4, tokenizer: o.tokenizer, name: o.name,
         ggufPre: o.ggufPre, allowYarnTruncate: o.allowYarnTruncate,
       });
       for (const w of r.warnings) console.error(`warning: ${w}`);

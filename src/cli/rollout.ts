@@ -18,6 +18,7 @@ import { readTaskSet } from '../domains/retail/synth/taskset.ts';
 import { demonstrationEpisodes, writeTrajectoriesJsonl, type DemonstrationRecord } from '../tooluse/api/index.ts';
 import { meanStdErr } from '../tooluse/metrics.ts';
 import { resolveEnvDefinition } from './env-arg.ts';
+import { outFile } from './out-file.ts';
 
 interface RolloutOpts {
   agent: string;
@@ -107,7 +108,8 @@ export function formatDemoSummary(envId: string, split: string, records: readonl
 /** `longrun rollout --env`: the env's demonstrator on a split, written as SFT trajectories. */
 export async function rolloutEnvCommand(o: { env: string; split: string; trials: number; seed: number; limit?: number; out: string }, print: (line: string) => void = console.log): Promise<DemonstrationRecord[]> {
   const def = await resolveEnvDefinition(o.env, 'rollout --env');
-  if (!def.spec.demonstrator && !def.spec.demonstratorSession) throw new Error(`rollout --env ${o.env}: env ${def.id} has no demonstrator (give defineEnv a demonstrator: (task) => turns) to record SFT trajectories from`);
+  const retail = def.id.startsWith('longrun/retail') ? '; retail: use --tasks with a task set from `longrun gen tasks`, whose expert demonstrates' : '';
+  if (!def.spec.demonstrator && !def.spec.demonstratorSession) throw new Error(`rollout --env ${o.env}: env ${def.id} has no demonstrator (give defineEnv a demonstrator: (task) => turns) to record SFT trajectories from${retail}`);
   let envErrors = 0;
   const records = await demonstrationEpisodes(def, o.split, o.trials, {
     seed: o.seed,
@@ -117,7 +119,7 @@ export async function rolloutEnvCommand(o: { env: string; split: string; trials:
       console.error(`task ${taskId} trial ${trial}: env error, episode left out: ${error.message}`);
     },
   });
-  writeTrajectoriesJsonl(o.out, records);
+  writeTrajectoriesJsonl(outFile(o.out), records);
   print(formatDemoSummary(def.id, o.split, records));
   if (envErrors) print(`${envErrors} episode(s) ended in an env error and were left out`);
   print(`trajectories written to ${o.out}`);
@@ -158,7 +160,7 @@ export function register(program: Command): void {
       const dir = basename(tasksPath) === 'tasks.json' ? dirname(tasksPath) : tasksPath;
       const set = readTaskSet(dir);
       const tasks = o.limit ? set.tasks.slice(0, o.limit) : set.tasks;
-      const out = createWriteStream(o.out);
+      const out = createWriteStream(outFile(o.out));
       const bar = new SingleBar({ format: 'rollout [{bar}] {value}/{total} episodes | success {success}% | {eta_formatted} left', hideCursor: true }, Presets.shades_classic);
       if (o.progress) bar.start(tasks.length * o.trials, 0, { success: '0.0' });
       let done = 0;

@@ -9,6 +9,7 @@ import { startTrainerServer } from '../serve/trainer-server.ts';
 import { loadModel } from '../model/checkpoint/model-io.ts';
 import { FALLBACK_JUDGE_NAME } from '../tooluse/fallback-judge.ts';
 import { resolveEnvArg } from './env-arg.ts';
+import { outFile } from './out-file.ts';
 import { createChatFormat, loadTokenizer } from '../llm/index.ts';
 import { createStepModelEngine } from '../rollout/model-engine.ts';
 import { startGateway } from '../serve/gateway.ts';
@@ -156,6 +157,7 @@ export async function serveGatewayCommand(opts: ServeGatewayCliOptions): Promise
   const tokenizerPath = opts.tokenizer ?? (existsSync(join(dir, 'tokenizer.json')) ? join(dir, 'tokenizer.json') : undefined);
   if (!tokenizerPath) throw new Error('the gateway needs a tokenizer: --tokenizer, or a tokenizer.json in the checkpoint folder');
   const format = createChatFormat(opts.chatFormat, loadTokenizer(tokenizerPath));
+  if (opts.record !== undefined) outFile(opts.record);
   const model = loadModel(dir);
   const handle = await startGateway({
     engine: createStepModelEngine(model, { maxBatchSize: opts.maxBatch }), format, contextLength: model.config.max_position_embeddings, modelName: basename(dir),

@@ -6,6 +6,7 @@
 import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
+import { loadCheckpoint, loadWeightsInto } from '../model/checkpoint/index.ts';
 import type { GptOssModel } from '../model/model.ts';
 import type { TrainingBackend } from '../rl/backend.ts';
 import { createCritic } from '../rl/critic.ts';
@@ -17,7 +18,7 @@ import type { TrainerConfig } from '../rl/config.ts';
 import { readConfigFile } from '../recipes/config-file.ts';
 import { sftDocuments } from '../recipes/sft-documents.ts';
 import { retailTaskOptions } from '../recipes/retail/run-section.ts';
-import { buildRun, parseStagesRunFile, type BuiltRun, type RunFile } from '../recipes/train-setup.ts';
+import { buildRun, parseStagesRunFile, sftResumeKind, type BuiltRun, type RunFile } from '../recipes/train-setup.ts';
 
 export interface TrainCommandOptions {
   config: string;
@@ -31,7 +32,7 @@ async function runCurriculumStage(run: RunFile, built: BuiltRun, print: (l: stri
   const curriculum = run.retail?.curriculum;
   if (!curriculum) return;
   if (!built.model) throw new Error('the curriculum stage needs policy.type gpt-oss');
-  if (run.sft && (listCheckpoints(join(run.sft.outDir, 'checkpoints')).length > 0 || (run.sft.resumeFrom !== undefined && existsSync(join(run.sft.resumeFrom, 'trainer.json'))))) {
+  if (run.sft && (listCheckpoints(join(run.sft.outDir, 'checkpoints')).length > 0 || (run.sft.resumeFrom !== undefined && sftResumeKind(run.sft.resumeFrom) !== null))) {
     // The SFT checkpoint holds the weights the curriculum led to (and more): nothing to redo, even if the curriculum's own folders are gone.
     print(`curriculum: skipped, the sft stage continues from a checkpoint (${run.sft.outDir} or sft.resumeFrom)`);
     return;
@@ -41,22 +42,44 @@ async function runCurriculumStage(run: RunFile, built: BuiltRun, print: (l: stri
   await runCopyCurriculum(curriculum, { model: built.model, tokenizer: built.tokenizer, padId: built.deps.padId, quiet, log: print });
 }
 
+/** Where an SFT stage starts: `resume` as runSft takes it, and a model folder whose weights to load first. */
+interface SftStart {
+  resume: true | string;
+  weights?: string;
+}
+
 /**
- * Where an SFT stage continues: its newest checkpoint, else `sft.resumeFrom` when that folder exists (its metrics
- * file comes along, so the run's history stays whole), else a fresh start.
+ * Where an SFT stage continues: its newest checkpoint; else `sft.resumeFrom` when that folder exists: an SFT
+ * checkpoint (weights, optimizer and step; its metrics file comes along, so the run's history stays whole), or a model
+ * folder (weights only: a fresh optimizer from step 0); else a fresh start.
  */
-function resumePoint(sft: NonNullable<RunFile['sft']>, print: (l: string) => void): true | string {
-  if (listCheckpoints(join(sft.outDir, 'checkpoints')).length > 0 || sft.resumeFrom === undefined) return true;
+function sftStart(sft: NonNullable<RunFile['sft']>, print: (l: string) => void): SftStart {
+  if (listCheckpoints(join(sft.outDir, 'checkpoints')).length > 0 || sft.resumeFrom === undefined) return { resume: true };
   if (!existsSync(sft.resumeFrom)) {
     print(`sft: ${sft.resumeFrom} (sft.resumeFrom) does not exist; starting fresh`);
-    return true;
+    return { resume: true };
   }
-  if (!existsSync(join(sft.resumeFrom, 'trainer.json'))) throw new Error(`sft.resumeFrom ${sft.resumeFrom} is not an SFT checkpoint (no trainer.json)`);
+  const kind = sftResumeKind(sft.resumeFrom);
+  if (kind === null) throw new Error(`sft.resumeFrom ${sft.resumeFrom} is not an SFT checkpoint (no trainer.json) nor a model folder (config.json and .safetensors weights)`);
+  if (kind === 'weights') {
+    print(`sft: starting from the weights of ${sft.resumeFrom} (sft.resumeFrom holds no trainer.json: a fresh optimizer, from step 0; no checkpoint in ${sft.outDir} yet)`);
+    return { resume: true, weights: sft.resumeFrom };
+  }
   mkdirSync(sft.outDir, { recursive: true });
   const metrics = join(sft.resumeFrom, 'metrics.jsonl');
   if (existsSync(metrics) && !existsSync(join(sft.outDir, 'metrics.jsonl'))) copyFileSync(metrics, join(sft.outDir, 'metrics.jsonl'));
   print(`sft: continuing from ${sft.resumeFrom} (no checkpoint in ${sft.outDir} yet)`);
-  return sft.resumeFrom;
+  return { resume: sft.resumeFrom };
+}
+
+/** `sftStart` with its weights loaded into the model the stage trains (weights only are for a model in process). */
+function startSft(sft: NonNullable<RunFile['sft']>, built: BuiltRun, print: (l: string) => void): true | string {
+  const start = sftStart(sft, print);
+  if (start.weights !== undefined) {
+    if (!built.model) throw new Error(`sft.resumeFrom ${start.weights} holds weights only (no trainer.json): a run on a training backend continues from an SFT checkpoint written through it`);
+    loadWeightsInto(built.model, loadCheckpoint(start.weights).params);
+  }
+  return start.resume;
 }
 
 /** Where the SFT stage trains: the run's training backend (`backend:`), else the in-process gpt-oss model. */
@@ -95,7 +118,7 @@ async function runStreamStage(run: RunFile, built: BuiltRun, print: (l: string) 
     `${config.steps} steps of ${config.rowsPerStep} × ${config.seqLen} tokens; ${held.length} held-out world seeds excluded; eval on ${evalDocs.length} conversations`);
   const every = Math.min(25, Math.max(1, Math.round((config.steps ?? 100) / 50)));
   const result = await runSft(config, {
-    ...target, data: { source: stream, eval: evalDocs }, outDir: sft.outDir, resume: resumePoint(sft, print), quiet,
+    ...target, data: { source: stream, eval: evalDocs }, outDir: sft.outDir, resume: startSft(sft, built, print), quiet,
     onStep: (m) => {
       if (m.step % every !== 0 && m.step !== 1) return;
       const st = stream.lastStats;
@@ -125,8 +148,9 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
     mix.filter((m) => m.count > 0).map((m) => `; plus ${m.count} ${m.label} (${m.tokens} tokens)`).join(''));
   if (docs.length === 0) throw new Error(`sft: no document has an assistant token within seqLen ${seqLen} (shortest prompt ${stats.shortestPrompt} tokens); raise sft.config.seqLen`);
   let every = 0;
+  const resume = startSft(run.sft, built, print);
   const result = await runSft({ ...run.sft.config, padId: built.deps.padId }, {
-    ...target, data: docs, outDir: run.sft.outDir, resume: true, quiet,
+    ...target, data: docs, outDir: run.sft.outDir, resume, quiet,
     onStep: (m) => {
       every ||= Math.max(1, Math.round((run.sft!.config.steps as number | undefined ?? 100) / 10));
       if (m.step % every === 0 || m.step === 1) print(`sft step ${m.step}: loss ${m.loss.toFixed(4)}, lr ${m.lr.toExponential(2)}, ${Math.round(m.tokensPerSec)} tok/s`);

@@ -6,7 +6,9 @@
  * env: { module: ./my-env.ts, export: myEnv, options: {...}, split: train, valSplit: val, maxTasks: 32 }
  *   # instead of task: an env defined with defineEnv (src/tooluse/api/): a module (.ts, .mts, .js, .mjs; the path is
  *   # relative to the working directory, like every path of a run file; options go to an export that is a function)
- *   # or the id of one registered before (`id:`)
+ *   # or the id of one registered before (`id:`), a built-in one included: `env: { id: longrun/retail-v1, split: base,
+ *   # valSplit: test, options: { dataDir, judge, maxSteps, maxErrors } }` is the τ² retail definition (options:
+ *   # RETAIL_RUN_OPTIONS, src/domains/retail/register.ts); with `id:` alone, options go to the registered definition
  * retail:                        # task retail-v0 | retail-v1 | retail-synth only: the retail recipe's knobs
  *   tasks: { dataDir: ../shared/tau2/retail, split: base, valSplit: test, maxTasks: 32 }
  *     # retail-synth: dataDir = a task-set folder from `longrun gen tasks` (training), valDir = another (validation)
@@ -40,7 +42,7 @@ import { CHAT_FORMAT_NAMES, createChatFormat, loadTokenizer } from '../llm/index
 import { presetConfig, type GptOssConfigInput } from '../model/config.ts';
 import { GptOssModel } from '../model/model.ts';
 import { loadModel } from '../model/checkpoint/index.ts';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { listCheckpoints } from '../rl/sft-checkpoint.ts';
 import type { AgentEnv } from '../rollout/agent-loop.ts';
@@ -57,6 +59,7 @@ import { TinkerBackend } from '../rl/tinker/backend.ts';
 import type { TrainerDeps } from '../rl/trainer.ts';
 import { createToySetup } from './toy/toy-task.ts';
 import { ProgramRolloutSection, startProgramRollouts } from '../rollout/program-sampler.ts';
+import type { AnyEnvDefinition } from '../tooluse/api/define.ts';
 
 export const RunFileSchema = z.object({
   /** `program`: agent programs run through the trajectory gateway are the rollouts (the `rollout:` section). */
@@ -69,14 +72,17 @@ export const RunFileSchema = z.object({
     id: z.string().min(1).optional(),
     /** The module's export (default: its default export, else its one env export). */
     export: z.string().min(1).optional(),
-    /** Passed to the export when it is a function returning the env. */
+    /**
+     * With `module`: passed to the export when it is a function returning the env. With `id` alone: to the registered
+     * definition when it is made from options (the retail envs': dataDir, judge, maxSteps, maxErrors, …).
+     */
     options: z.record(z.string(), z.unknown()).optional(),
     split: z.string().default('train'),
     valSplit: z.string().optional(),
     /** Use only the first N training tasks. */
     maxTasks: z.number().int().positive().optional(),
   }).strict().refine((e) => e.module !== undefined || e.id !== undefined, 'give env.module (a module of yours) or env.id (a defined env)')
-    .refine((e) => e.module !== undefined || (e.export === undefined && e.options === undefined), 'env.export and env.options apply to env.module').optional(),
+    .refine((e) => e.module !== undefined || e.export === undefined, 'env.export applies to env.module').optional(),
   /**
    * The retail recipe's knobs (src/recipes/retail/run-section.ts): tasks, data stage, curriculum, stream, drills.
    * Only with task retail-v0, retail-v1 or retail-synth.
@@ -298,8 +304,19 @@ export function policySource(run: RunFile): string | undefined {
   if (p === undefined || existsSync(p) || !run.sft) return p;
   const own = listCheckpoints(join(run.sft.outDir, 'checkpoints'));
   if (own.length > 0) return own[own.length - 1]!.dir;
-  if (run.sft.resumeFrom !== undefined && existsSync(join(run.sft.resumeFrom, 'trainer.json'))) return run.sft.resumeFrom;
+  if (run.sft.resumeFrom !== undefined && sftResumeKind(run.sft.resumeFrom) !== null) return run.sft.resumeFrom;
   return p;
+}
+
+/**
+ * What `sft.resumeFrom` holds: an SFT checkpoint (`trainer.json` beside the weights and optimizer state: the stage
+ * continues at its step), a model folder (`config.json` and `.safetensors` weights: the stage starts from its weights
+ * with a fresh optimizer at step 0), or neither (null).
+ */
+export function sftResumeKind(dir: string): 'checkpoint' | 'weights' | null {
+  if (existsSync(join(dir, 'trainer.json'))) return 'checkpoint';
+  if (existsSync(join(dir, 'config.json')) && statSync(dir).isDirectory() && readdirSync(dir).some((f) => f.endsWith('.safetensors'))) return 'weights';
+  return null;
 }
 
 /**
@@ -366,15 +383,28 @@ export async function buildRun(run: RunFile): Promise<BuiltRun> {
 }
 
 /**
+ * The defined env of a run file's `env:` section: the module loaded (`options` to its export), then, when `id` names
+ * another env (or there is no module), the registered definition of that id (`options` to it when there is no module;
+ * the built-in envs' definitions, τ² retail's, are registered first).
+ */
+export async function runEnvDefinition(e: NonNullable<RunFile['env']>): Promise<AnyEnvDefinition> {
+  const { loadEnvModule, getEnvDefinition } = await import('../tooluse/api/registry.ts');
+  let def = e.module !== undefined ? await loadEnvModule(e.module, e.export, e.options) : undefined;
+  if (e.id !== undefined && def?.id !== e.id) {
+    (await import('../envs.ts')).registerBuiltinEnvs();
+    def = getEnvDefinition(e.id, e.module === undefined ? e.options : undefined);
+  }
+  if (!def) throw new Error('env: give env.module or env.id');
+  return def;
+}
+
+/**
  * An env defined with the environment API (src/tooluse/api/): its tasks, families, greeting, and the system prompt
  * and tools (when known without an episode, i.e. no tool sources) for rendering SFT data as the rollouts see it.
  */
 async function buildEnvRun(run: RunFile): Promise<BuiltRun> {
   const e = run.env!;
-  const { loadEnvModule, getEnvDefinition } = await import('../tooluse/api/registry.ts');
-  let def = e.module !== undefined ? await loadEnvModule(e.module, e.export, e.options) : undefined;
-  if (e.id !== undefined && def?.id !== e.id) def = getEnvDefinition(e.id);
-  if (!def) throw new Error('env: give env.module or env.id');
+  const def = await runEnvDefinition(e);
   if (run.policy.type !== 'gpt-oss') throw new Error(`policy.type ${run.policy.type} only works with task: toy; env ${def.id} needs policy.type gpt-oss`);
   if (!run.policy.tokenizer) throw new Error(`env ${def.id} needs policy.tokenizer (a BPE file, o200k_harmony or qwen3)`);
   const train = (await def.tasks(e.split)).slice(0, e.maxTasks);
@@ -417,11 +447,8 @@ async function buildProgramRun(run: RunFile): Promise<BuiltRun> {
   // With an env: section, the env's tasks go to the programs and its reward can score them (program-env-reward.ts).
   let env: Parameters<typeof startProgramRollouts>[1]['env'];
   if (run.env) {
-    const { loadEnvModule, getEnvDefinition } = await import('../tooluse/api/registry.ts');
     const { envRewardFn } = await import('../rollout/program-env-reward.ts');
-    let def = run.env.module !== undefined ? await loadEnvModule(run.env.module, run.env.export, run.env.options) : undefined;
-    if (run.env.id !== undefined && def?.id !== run.env.id) def = getEnvDefinition(run.env.id);
-    if (!def) throw new Error('env: give env.module or env.id');
+    const def = await runEnvDefinition(run.env);
     env = { tasks: (await def.tasks(run.env.split)).slice(0, run.env.maxTasks), valTasks: run.env.valSplit !== undefined ? await def.tasks(run.env.valSplit) : undefined, reward: envRewardFn(def) };
   }
   const tokenizer = loadTokenizer(run.policy.tokenizer);

@@ -55,7 +55,7 @@ describe('longrun rollout --env', () => {
 
   it('refuses an id no module defined, a built-in env, both modes at once, retail flags, an unknown split and a missing module', { timeout: 60_000 }, async () => {
     await assert.rejects(cli('rollout', '--env', 'fixture/counter-v0', '--out', join(dir, 'x.jsonl')), /neither an env module .* nor a registered env id/);
-    await assert.rejects(cli('rollout', '--env', 'longrun/retail-v1', '--out', join(dir, 'x.jsonl')), /needs an env defined with defineEnv .* built-in env .*use --tasks/);
+    await assert.rejects(cli('rollout', '--env', 'longrun/retail-v1', '--out', join(dir, 'x.jsonl')), /env longrun\/retail-v1 has no demonstrator .*retail: use --tasks/);
     await assert.rejects(cli('rollout', '--env', MODULE, '--tasks', dir, '--out', join(dir, 'x.jsonl')), /give --tasks .* or --env .*, not both or neither/);
     await assert.rejects(cli('rollout', '--env', MODULE, '--mistake-rate', '0.5', '--out', join(dir, 'x.jsonl')), /--mistake-rate applies to --tasks only/);
     await assert.rejects(cli('rollout', '--env', MODULE, '--split', 'nope', '--out', join(dir, 'x.jsonl')), /env fixture\/counter-v0, split 'nope': no such split; the splits are train, test/);

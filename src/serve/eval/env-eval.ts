@@ -18,10 +18,10 @@ import { loadModel } from '../../model/checkpoint/index.ts';
 import { readConfigFile } from '../../recipes/config-file.ts';
 import { readModelSettings } from '../../recipes/model-settings.ts';
 import { compactToolSpecs } from '../../recipes/retail/prepare.ts';
-import { parseStagesRunFile, type RunFile } from '../../recipes/train-setup.ts';
+import { parseStagesRunFile, runEnvDefinition, type RunFile } from '../../recipes/train-setup.ts';
 import type { TrainerConfig } from '../../rl/config.ts';
 import { createStepModelEngine } from '../../rollout/model-engine.ts';
-import { getEnvDefinition, loadEnvModule, type AnyEnvDefinition } from '../../tooluse/api/index.ts';
+import type { AnyEnvDefinition } from '../../tooluse/api/index.ts';
 import { meanStdErr } from '../../tooluse/metrics.ts';
 import type { Task } from '../../tooluse/tasks.ts';
 import { TokenLoopEvalAgent } from './checkpoint-agent.ts';
@@ -90,10 +90,7 @@ export interface EnvEvalSummary {
 export async function runFileEnv(run: RunFile, where: string): Promise<AnyEnvDefinition> {
   const e = run.env;
   if (!e) throw new Error(`${where}: eval --config needs a run on an env defined with defineEnv (an env: section) or a retail-synth run; this run's task is ${run.task}`);
-  let def = e.module !== undefined ? await loadEnvModule(e.module, e.export, e.options) : undefined;
-  if (e.id !== undefined && def?.id !== e.id) def = getEnvDefinition(e.id);
-  if (!def) throw new Error(`${where}: env: give env.module or env.id`);
-  return def;
+  return runEnvDefinition(e);
 }
 
 /** Mean reward per task (over its trials) of the finished episodes. */

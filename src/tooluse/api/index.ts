@@ -11,7 +11,7 @@ export { defineEnv, EnvDefinition, isEnvDefinition, DEFAULT_MAX_TURNS, type AnyE
 export { DefinedToolEnv, DONE_TOOL_SPEC, doneToolSpec, type DefinedEnvOptions } from './env.ts';
 export { scriptedUser, llmUser, USER_STOP_TOKEN, type LlmUserOptions } from './users.ts';
 export { rewards, canonicalJson, stateHash, type Check, type FinalStateOptions, type RubricOptions } from './rewards.ts';
-export { registerEnv, getEnvDefinition, definedEnvIds, unregisterEnv, loadEnvModule } from './registry.ts';
+export { registerEnv, getEnvDefinition, definedEnvIds, unregisterEnv, loadEnvModule, type LazyEnvDefinition, type RegisterEnvOptions } from './registry.ts';
 export { readTasksFile } from './tasks-file.ts';
 export { demonstrationEpisodes, writeTrajectoriesJsonl, type DemonstrationOptions, type DemonstrationRecord } from './demonstrations.ts';
 export { mcpServer, type McpServerSpec, type McpServerOptions, type McpToolSource, type OpenMcpServer } from './mcp.ts';

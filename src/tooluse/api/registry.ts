@@ -1,8 +1,11 @@
 /**
  * Defined envs by id, and user modules that define them. `registerEnv(def)` also registers the env with the gym
  * registry (src/gym/registry), so `make(id)`, `longrun env` and the env server build it like any built-in env (kwargs:
- * `split`, `tasks`, `renderMode`). `loadEnvModule(path)` imports a user's `.ts`, `.mts`, `.js` or `.mjs` module (a
- * `.ts` one through tsx, with no build step of the user's) and registers the env it exports.
+ * `split`, `tasks`, `renderMode`). `registerEnv(def, { entryPoint: 'keep' })` registers a definition for
+ * `getEnvDefinition(id)` lookups only, leaving the id's own gym entry point (a built-in env whose kwargs are its own,
+ * as the τ² retail envs'). A registered definition may be lazy (`{ id, load(options) }`): made when first looked up,
+ * from the options a run file gives (`env: { id, options }`). `loadEnvModule(path)` imports a user's `.ts`, `.mts`,
+ * `.js` or `.mjs` module (a `.ts` one through tsx, with no build step of the user's) and registers the env it exports.
  */
 import { existsSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
@@ -13,38 +16,112 @@ import type { DefinedEnvOptions } from './env.ts';
 import { errorMessage } from './errors.ts';
 import type { DefineEnvSpec, Task } from './types.ts';
 
-const definitions = new Map<string, AnyEnvDefinition>();
+/** A definition made when it is first looked up (e.g. one whose tasks are read from a data folder that may be absent). */
+export interface LazyEnvDefinition {
+  id: string;
+  /**
+   * Makes the definition from `options` (a run file's `env.options`, `{}` when none); it should check them and name
+   * the ones it does not know. Called once per distinct options; its definition's id must be `id`.
+   */
+  load(options: Record<string, unknown>): AnyEnvDefinition;
+}
+
+export interface RegisterEnvOptions {
+  /**
+   * The id's gym entry point. `'definition'` (default): one that makes the definition's env (kwargs `split`, `tasks`,
+   * `renderMode`); an id a built-in env holds is refused. `'keep'`: the id's own gym registration stays (it must be
+   * registered there already), and the definition serves `getEnvDefinition(id)` (run files, `eval --config`) only.
+   */
+  entryPoint?: 'definition' | 'keep';
+}
+
+interface Entry {
+  def?: AnyEnvDefinition;
+  lazy?: LazyEnvDefinition;
+  /** The definitions a lazy entry made, by their options (canonical JSON). */
+  made: Map<string, AnyEnvDefinition>;
+  /** Whether the gym entry point of the id is this definition's (registered here). */
+  ownEntryPoint: boolean;
+}
+
+const definitions = new Map<string, Entry>();
+
+const isLazy = (x: unknown): x is LazyEnvDefinition => !isEnvDefinition(x) && typeof x === 'object' && x !== null && typeof (x as LazyEnvDefinition).id === 'string' && typeof (x as LazyEnvDefinition).load === 'function';
 
 /**
- * Registers a defined env under its id (here and in the gym registry). Registering the same id again replaces the
- * definition (a reloaded module); an id that a built-in env holds is refused.
+ * Registers a defined env under its id (here and, unless `entryPoint: 'keep'`, in the gym registry). Registering the
+ * same id again replaces the definition (a reloaded module); an id that a built-in env holds is refused, unless the
+ * definition keeps the built-in entry point.
  */
-export function registerEnv<S, T extends Task>(def: EnvDefinition<S, T>): EnvDefinition<S, T> {
-  const own = ownDefinition(def, 'registerEnv');
-  if (gymRegistry.has(own.id) && !definitions.has(own.id)) throw new Error(`registerEnv: the id ${own.id} is taken by a built-in env; give your env another id`);
-  if (definitions.has(own.id)) gymUnregister(own.id);
-  definitions.set(own.id, own);
-  gymRegister({ id: own.id, entryPoint: (kw) => own.makeEnv(kw as DefinedEnvOptions<T>), nondeterministic: false });
+export function registerEnv<S, T extends Task>(def: EnvDefinition<S, T>, options?: RegisterEnvOptions): EnvDefinition<S, T>;
+export function registerEnv(def: LazyEnvDefinition, options?: RegisterEnvOptions): LazyEnvDefinition;
+export function registerEnv(def: AnyEnvDefinition | LazyEnvDefinition, options: RegisterEnvOptions = {}): AnyEnvDefinition | LazyEnvDefinition {
+  const entryPoint = options.entryPoint ?? 'definition';
+  if (entryPoint !== 'definition' && entryPoint !== 'keep') throw new Error(`registerEnv: entryPoint must be 'definition' or 'keep', got ${JSON.stringify(entryPoint)}`);
+  const own = isLazy(def) ? def : ownDefinition(def, 'registerEnv');
+  const id = own.id;
+  const before = definitions.get(id);
+  if (entryPoint === 'definition' && gymRegistry.has(id) && !before?.ownEntryPoint) throw new Error(`registerEnv: the id ${id} is taken by a built-in env; give your env another id`);
+  if (entryPoint === 'keep' && (!gymRegistry.has(id) || before?.ownEntryPoint)) throw new Error(`registerEnv ${id}: entryPoint 'keep' needs the id registered with the gym registry first, with an entry point of its own; register it there, or leave entryPoint out`);
+  if (before?.ownEntryPoint) gymUnregister(id);
+  const entry: Entry = { ...(isLazy(own) ? { lazy: own } : { def: own }), made: new Map(), ownEntryPoint: entryPoint === 'definition' };
+  definitions.set(id, entry);
+  if (entry.ownEntryPoint) gymRegister({ id, entryPoint: (kw) => definitionOf(id, entry).makeEnv(kw as DefinedEnvOptions<Task>), nondeterministic: false });
   return own;
 }
 
-/** The defined env registered under `id`; the error lists the ids there are. */
-export function getEnvDefinition(id: string): AnyEnvDefinition {
-  const def = definitions.get(id);
-  if (def) return def;
+/** JSON with object keys sorted, so options given in another order are the same options. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
+}
+
+function definitionOf(id: string, entry: Entry, options?: Record<string, unknown>): AnyEnvDefinition {
+  const given = options !== undefined && Object.keys(options).length > 0;
+  if (entry.def) {
+    if (given) throw new Error(`env ${id}: options were given (${Object.keys(options).join(', ')}) but it is registered as a definition, not as one made from options; options go to an env module's export (env: { module, options })`);
+    return entry.def;
+  }
+  const key = canonical(options ?? {});
+  let def = entry.made.get(key);
+  if (!def) {
+    try {
+      def = entry.lazy!.load(options ?? {});
+    } catch (e) {
+      throw new Error(`env ${id}: ${errorMessage(e)}`, { cause: e });
+    }
+    if (!isEnvDefinition(def)) throw new TypeError(`env ${id}: its load(options) returned ${describe(def)}, not an env made by defineEnv(...)`);
+    if (def.id !== id) throw new Error(`env ${id}: its load(options) returned the env ${def.id}`);
+    entry.made.set(key, def);
+  }
+  return def;
+}
+
+/**
+ * The defined env registered under `id`; the error lists the ids there are. `options` go to a lazy definition's
+ * `load` (a run file's `env.options`); a definition registered as it is takes none.
+ */
+export function getEnvDefinition(id: string, options?: Record<string, unknown>): AnyEnvDefinition {
+  const entry = definitions.get(id);
+  if (entry) return definitionOf(id, entry, options);
   const builtin = gymRegistry.has(id) ? ` (${id} is a built-in gym env, not one defined with defineEnv: run files name it with task:)` : '';
   throw new Error(`no env defined with id ${id}${builtin}; defined envs: ${[...definitions.keys()].sort().join(', ') || '(none: load a module with env: { module: ./my-env.ts })'}`);
 }
 
-/** The ids of the registered defined envs, sorted. */
-export function definedEnvIds(): string[] {
-  return [...definitions.keys()].sort();
+/**
+ * The ids of the registered defined envs whose gym entry point is their definition's (kwargs `split`, `tasks`,
+ * `renderMode`), sorted; `{ all: true }`: also those registered with `entryPoint: 'keep'` (every id
+ * `getEnvDefinition` answers for).
+ */
+export function definedEnvIds(options: { all?: boolean } = {}): string[] {
+  return [...definitions].filter(([, e]) => options.all || e.ownEntryPoint).map(([id]) => id).sort();
 }
 
-/** Removes a defined env (here and from the gym registry). */
+/** Removes a defined env (here, and from the gym registry when its entry point there is the definition's). */
 export function unregisterEnv(id: string): boolean {
-  if (!definitions.delete(id)) return false;
-  gymUnregister(id);
+  const entry = definitions.get(id);
+  if (!entry) return false;
+  definitions.delete(id);
+  if (entry.ownEntryPoint) gymUnregister(id);
   return true;
 }
 
