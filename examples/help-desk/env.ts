@@ -2,11 +2,11 @@
  * help-desk: a small custom domain for longrun, in one file — tools over an in-memory ticket database, tasks from a
  * seeded generator (splits train / val / test), a final-state reward and a demonstrator that plays the gold turns.
  *
- * A task is one customer message: `Customer C27 writes about "login fails": make it urgent.` The agent lists the
- * customer's tickets, finds the one with that subject and changes it (sets its priority, closes it, or escalates it to
- * a team), then says what it did. The reward is 1 when the final database equals the one the gold actions lead to
+ * A task is one customer message: `Customer C27 writes about "login fails": make it urgent.` The agent looks the
+ * ticket up by customer and subject (`find_ticket`), changes it (sets its priority, closes it, or escalates it to a
+ * team), then says what it did. The reward is 1 when the final database equals the one the gold actions lead to
  * (τ²-style state match), else 0: changing the wrong ticket, or the right one in the wrong way, scores 0.
- * `find_customer` (a lookup by email) is there too; these tasks do not need it.
+ * `find_customer` (by email) and `list_tickets` are there too; these tasks do not need them.
  *
  * Load it with `longrun rollout --env ./env.ts`, or from a run file: `env: { module: ./env.ts }`.
  */
@@ -89,7 +89,7 @@ function makeTask(split: string, i: number, worldSeed: number): HelpDeskTask {
   const customer = pick(r, db.customers);
   const ticket = pick(r, db.tickets.filter((t) => t.customer === customer.id));
   const family = pick(r, ['priority', 'close', 'escalate'] as const);
-  const lookups = [{ name: 'list_tickets', arguments: { customer_id: customer.id } }];
+  const lookups = [{ name: 'find_ticket', arguments: { customer_id: customer.id, subject: ticket.subject } }];
   const head = `Customer ${customer.id} writes about "${ticket.subject}":`;
   if (family === 'priority') {
     const priority = pick(r, PRIORITIES.filter((p) => p !== ticket.priority));
@@ -147,6 +147,18 @@ const tools = [
     },
   }),
   tool({
+    name: 'find_ticket',
+    description: "Find a customer's ticket by its subject.",
+    parameters: z.object({ customer_id: z.string(), subject: z.string() }),
+    kind: 'read',
+    run: ({ customer_id, subject }, { state }: { state: Db }) => {
+      if (!state.customers.some((c) => c.id === customer_id)) throw new Error(`no customer ${customer_id}`);
+      const t = state.tickets.find((x) => x.customer === customer_id && x.subject === subject.trim().toLowerCase());
+      if (!t) throw new Error(`customer ${customer_id} has no ticket about "${subject}"`);
+      return { id: t.id, subject: t.subject, status: t.status, priority: t.priority };
+    },
+  }),
+  tool({
     name: 'set_priority',
     description: "Set an open ticket's priority.",
     parameters: z.object({ ticket_id: ticketId, priority: z.enum(PRIORITIES) }),
@@ -193,7 +205,7 @@ function summary(task: HelpDeskTask): string {
 
 export default defineEnv<Db, HelpDeskTask>({
   id: 'examples/help-desk-v0',
-  instructions: "You are a help-desk agent. List the customer's tickets, then make the change the message asks for on the ticket with that subject. Then say what you did in one line.",
+  instructions: "You are a help-desk agent. Find the customer's ticket with the subject the message names, then make the change it asks for on that ticket. Then say what you did in one line.",
   tools,
   state: (task) => makeWorld(task.worldSeed),
   tasks: helpDeskTasks,

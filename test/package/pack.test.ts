@@ -103,14 +103,14 @@ test('the installed longrun command runs with plain Node', () => {
 const jsonLines = (file: string): Record<string, unknown>[] => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
 
 test('examples/help-desk: rollout, sft, train and eval run from the installed package', { timeout: 12 * 60_000 }, () => {
-  // The example and its start model, laid out as in the repository (its run files name ../../models/retail-pretrain-v3).
+  // The example and its start model, laid out as in the repository (its run files name ../../models/retail-base).
   const root = join(work, 'repo-layout');
   const dir = join(root, 'examples', 'help-desk');
   const example = join(REPO_ROOT, 'examples', 'help-desk');
   cpSync(example, dir, { recursive: true, filter: (p) => relative(example, p).split(sep)[0] !== 'runs' });
-  const start = join(root, 'models', 'retail-pretrain-v3');
+  const start = join(root, 'models', 'retail-base');
   mkdirSync(start, { recursive: true });
-  for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) copyFileSync(join(REPO_ROOT, 'models', 'retail-pretrain-v3', f), join(start, f));
+  for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) copyFileSync(join(REPO_ROOT, 'models', 'retail-base', f), join(start, f));
   mkdirSync(join(dir, 'runs'));
   const longrun = (args: string[], timeoutMs = 5 * 60_000) => {
     const r = runLongrun(install, args, { cwd: dir, timeoutMs });
