@@ -131,7 +131,12 @@ export function resolveCheckpointOptions(opts: EvalCommandOptions, explicit: Exp
     return { options: opts, lines: [] };
   }
   if (!opts.checkpoint) throw new Error('--agent checkpoint needs --checkpoint DIR');
-  const resolved = resolveModelFolder(opts.checkpoint);
+  // A run's folder (a GRPO step or checkpoint folder, an SFT output) resolves to its model; any other path is taken as
+  // given (the loader then names what is missing).
+  const c = opts.checkpoint;
+  const runFolder = !existsSync(join(c, 'config.json')) && ['policy', 'latest', 'model', 'checkpoints'].some((f) => existsSync(join(c, f)));
+  const asGiven = !runFolder;
+  const resolved: { dir: string; note?: string } = asGiven ? { dir: c } : resolveModelFolder(c);
   const found = readModelSettings(resolved.dir);
   const s: Partial<ModelSettings> = found?.settings ?? {};
   const o: EvalCommandOptions = { ...opts, checkpoint: resolved.dir };
