@@ -45,7 +45,7 @@ import { CallRefused, RolloutRecorder, type RecordedRow, type SplitReason } from
 import type { GenerationResult, InferenceEngine } from '../rollout/inference.ts';
 import { describeZodError } from './env-protocol.ts';
 import { badRequest, conflict, HttpError, notFound } from './http-errors.ts';
-import { checkBearer, checkLocalRequest, decodePathParams, isLoopbackHost, readJsonBody, sendJson } from './http-util.ts';
+import { checkBearer, checkLocalRequest, decodePathParams, isLoopbackHost, readJsonBody, requestPath, sendJson } from './http-util.ts';
 import { toChatMessages } from './model-server.ts';
 import { ChatMessageBody } from './model-protocol.ts';
 
@@ -439,12 +439,7 @@ export async function startGateway(o: GatewayOptions): Promise<GatewayHandle> {
       try {
         if (closing) throw new HttpError(503, 'shutting_down', 'The gateway is shutting down');
         if (localOnly) checkLocalRequest(req);
-        let path: string;
-        try {
-          path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
-        } catch {
-          throw badRequest('bad_request', 'Malformed request target');
-        }
+        const path = requestPath(req);
         if (token !== null && path !== '/health') checkBearer(req, token);
         const gone = new AbortController();
         res.on('close', () => {

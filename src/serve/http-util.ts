@@ -1,7 +1,7 @@
 /** Small helpers for `node:http` servers: bounded JSON bodies, JSON replies, bearer-token checks. */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpError } from './http-errors.ts';
+import { badRequest, HttpError } from './http-errors.ts';
 
 /**
  * Reads a request body of at most `maxBytes`. A declared or streamed size over the limit is a 413; a client that
@@ -158,5 +158,14 @@ export function checkLocalRequest(req: IncomingMessage): void {
     if (!ok) {
       throw new HttpError(403, 'forbidden_origin', `This server has no token and refuses requests from web pages that are not on this machine (Origin ${JSON.stringify(origin.slice(0, 100))}). Start it with a token to allow other clients.`);
     }
+  }
+}
+
+/** The request's path without trailing slashes (`/` for none); a target that is not a URL path is a 400. */
+export function requestPath(req: IncomingMessage): string {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+  } catch {
+    throw badRequest('bad_request', 'Malformed request target');
   }
 }

@@ -30,7 +30,7 @@ import type { Tokenizer } from '../llm/tokenizer.ts';
 import type { GenerationRequest, GenerationResult, InferenceEngine } from '../rollout/inference.ts';
 import { describeZodError } from './env-protocol.ts';
 import { badRequest, HttpError, notFound } from './http-errors.ts';
-import { checkBearer, checkLocalRequest, isLoopbackHost, readJsonBody, sendJson } from './http-util.ts';
+import { checkBearer, checkLocalRequest, isLoopbackHost, readJsonBody, requestPath, sendJson } from './http-util.ts';
 import { ChatCompletionBody, CompletionBody } from './model-protocol.ts';
 
 export interface ModelServerOptions {
@@ -338,12 +338,7 @@ export async function startModelServer(o: ModelServerOptions): Promise<ModelServ
       try {
         if (closing) throw new HttpError(503, 'shutting_down', 'The server is shutting down');
         if (localOnly) checkLocalRequest(req);
-        let path: string;
-        try {
-          path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
-        } catch {
-          throw badRequest('bad_request', 'Malformed request target');
-        }
+        const path = requestPath(req);
         const route = routes[path];
         if (!route) throw notFound('not_found', `No route ${req.method} ${path} (routes: ${Object.keys(routes).join(', ')})`);
         const handler = route[req.method ?? ''];
