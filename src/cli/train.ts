@@ -23,6 +23,7 @@ import { buildRun, parseStagesRunFile, sftResumeKind, type BuiltRun, type RunFil
 export interface TrainCommandOptions {
   config: string;
   steps?: string;
+  maxWallSeconds?: string;
   resume?: boolean;
   progress?: boolean;
 }
@@ -163,12 +164,15 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
 
 export async function trainCommand(opts: TrainCommandOptions, print: (line: string) => void = console.log): Promise<number> {
   const raw = readConfigFile(opts.config) as Record<string, unknown>;
-  if (raw && typeof raw === 'object' && opts.steps !== undefined) {
-    const steps = Number(opts.steps);
-    if (!(Number.isInteger(steps) && steps > 0)) throw new Error(`--steps must be a positive integer, got ${opts.steps}`);
+  const override = (flag: string, key: string, value: string | undefined): void => {
+    if (value === undefined || !raw || typeof raw !== 'object') return;
+    const n = Number(value);
+    if (!(Number.isInteger(n) && n > 0)) throw new Error(`${flag} must be a positive integer, got ${value}`);
     const grpo = (raw.grpo ?? {}) as Record<string, unknown>;
-    raw.grpo = { ...grpo, trainer: { ...((grpo.trainer ?? {}) as Record<string, unknown>), totalSteps: steps } };
-  }
+    raw.grpo = { ...grpo, trainer: { ...((grpo.trainer ?? {}) as Record<string, unknown>), [key]: n } };
+  };
+  override('--steps', 'totalSteps', opts.steps);
+  override('--max-wall-seconds', 'maxWallSeconds', opts.maxWallSeconds);
   const { run, trainer: config } = parseStagesRunFile(raw);
   if (config && opts.resume === false) config.trainer.resume = false;
   if (config && opts.progress) config.trainer.progress = true;
@@ -218,6 +222,7 @@ export function register(program: Command): void {
     .description('train a policy with GRPO (optionally after an SFT stage) from a YAML config')
     .requiredOption('--config <file>', 'run config (YAML): task, policy, engine, optional sft, grpo')
     .option('--steps <n>', 'override grpo.trainer.totalSteps')
+    .option('--max-wall-seconds <s>', 'override grpo.trainer.maxWallSeconds (the GRPO stage\'s training-time budget)')
     .option('--no-resume', 'start fresh even if the checkpoint directory has a checkpoint')
     .option('--progress', 'show a progress bar')
     .action(async (opts: TrainCommandOptions) => {

@@ -43,6 +43,14 @@ describe('longrun train --config', () => {
       await trainCommand({ config: file, steps: '5' }, (l) => more.push(l));
       assert.ok(more.some((l) => l.includes('resumed from') && l.includes('at step 3')));
       assert.match(more.at(-1)!, /^done: 5 steps/);
+      // --max-wall-seconds overrides trainer.maxWallSeconds: a million steps stop once 1 s of steps is spent.
+      const budget = join(dir, 'budget.yaml');
+      writeFileSync(budget, 'task: toy\npolicy: { type: tabular, lr: 0.3 }\ngrpo: { data: { trainBatchSize: 4 }, rollout: { n: 8, maxTurns: 3, maxResponseTokens: 40 }, trainer: { totalSteps: 1, testFreq: 0 } }');
+      const timed: string[] = [];
+      assert.equal(await trainCommand({ config: budget, steps: '1000000', maxWallSeconds: '1' }, (l) => timed.push(l)), 0);
+      assert.ok(timed.some((l) => /^stopped at step \d+: .* reached trainer\.maxWallSeconds 1$/.test(l)), timed.join('\n'));
+      assert.ok(Number(/^done: (\d+) steps/.exec(timed.at(-1)!)?.[1]) < 1000000);
+      await assert.rejects(trainCommand({ config: budget, maxWallSeconds: '0' }), /--max-wall-seconds must be a positive integer, got 0/);
       await assert.rejects(trainCommand({ config: join(dir, 'missing.yaml') }), /cannot read config file/);
       writeFileSync(file, 'task: toy\npolicy: { type: tabular }\ngrpo: { data: { trainBatchSize: 1 }, trainer: { totalSteps: 1 }, rollout: { n: 0 } }');
       await assert.rejects(trainCommand({ config: file }), /grpo|rollout\.n/);
