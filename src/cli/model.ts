@@ -59,7 +59,7 @@ export function register(program: Command): void {
 
   model
     .command('widen')
-    .argument('<dir>', 'checkpoint directory (config.json + safetensors), e.g. models/retail-pretrain-v3-stage3')
+    .argument('<dir>', 'checkpoint directory (config.json + safetensors), e.g. models/retail-base')
     .description('add attention heads without changing what the model computes: copies of its key/value heads, zero-output query heads')
     .requiredOption('--out <dir>', 'folder to write the widened checkpoint to (with the tokenizer.json and longrun.json of <dir>)')
     .option('--kv-heads <n>', 'key/value heads of the result: a multiple of the checkpoint\'s (up to the query heads: multi-head attention)', count('--kv-heads'))

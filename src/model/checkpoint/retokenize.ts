@@ -24,7 +24,7 @@ import { mulberry32 } from '../../engine/random.ts';
 
 /**
  * Standard normal draws (Box–Muller, cosine branch only) from a seeded generator. Not `Mulberry32Rng.normal()`, whose
- * draws differ: `models/retail-pretrain-v3/` started from this stream, and its documented transplant command must
+ * draws differ: `models/retail-pretrain-v3/` (in git history at commit 7b1041e) started from this stream, and its documented transplant command must
  * rebuild that start.
  */
 function gaussian(seed: number): () => number {
