@@ -234,6 +234,39 @@ async function microBatchBackward(policy: Policy, micro: Batch, denominators: Ag
  */
 export function microBatches(mini: Batch, a: TrainerConfig['actor']): Batch[] {
   if (a.ppoMaxTokenLenPerMicro === undefined) return mini.split(Math.min(a.ppoMicroBatchSize ?? mini.size, mini.size));
+  return microBatchRows(mini, a).map((rows) => mini.select({ indices: rows }));
+}
+
+/**
+ * A forward that only scores (π_old, the sampler-vs-trainer check, the reference, the critic's values) run micro-batch
+ * by micro-batch under the actor's budget (`ppoMaxTokenLenPerMicro` or `ppoMicroBatchSize`), as verl's
+ * `log_prob_max_token_len_per_gpu` does: a whole step's batch in one forward (64 retail episodes, about 400k tokens)
+ * does not fit the 4 GiB Wasm memory. Each result is `[rows, R]` per micro-batch, stitched back in the batch's row order.
+ */
+export async function scoreInMicroBatches<T extends { [K in keyof T]: Float32Array | undefined }>(batch: Batch, a: TrainerConfig['actor'], score: (micro: Batch) => Promise<T>): Promise<T> {
+  const R = batch.tensor('responses').shape[1];
+  const chunks = a.ppoMaxTokenLenPerMicro === undefined
+    ? Array.from({ length: Math.ceil(batch.size / Math.min(a.ppoMicroBatchSize ?? batch.size, batch.size)) }, (_, c) => {
+      const k = Math.min(a.ppoMicroBatchSize ?? batch.size, batch.size);
+      return Array.from({ length: Math.min(k, batch.size - c * k) }, (_, i) => c * k + i);
+    })
+    : microBatchRows(batch, a);
+  if (chunks.length === 1) return score(batch);
+  const out: Record<string, Float32Array | undefined> = {};
+  for (const rows of chunks) {
+    const part = await score(batch.select({ indices: rows }));
+    for (const [key, values] of Object.entries(part) as [string, Float32Array | undefined][]) {
+      if (values === undefined) continue;
+      if (values.length !== rows.length * R) throw new Error(`scoreInMicroBatches: '${key}' has ${values.length} values for ${rows.length} rows of ${R}`);
+      const dst = (out[key] ??= new Float32Array(batch.size * R));
+      rows.forEach((row, i) => dst.set(values.subarray(i * R, (i + 1) * R), row * R));
+    }
+  }
+  return out as unknown as T;
+}
+
+/** The row indices of `microBatches` under a token budget (ascending within each micro-batch). */
+function microBatchRows(mini: Batch, a: TrainerConfig['actor'] & { ppoMaxTokenLenPerMicro?: number }): number[][] {
   const att = mini.tensor('attention_mask');
   const W = att.shape[1];
   const lengths = Array.from({ length: mini.size }, (_, i) => {
@@ -242,7 +275,7 @@ export function microBatches(mini: Batch, a: TrainerConfig['actor']): Batch[] {
     return n;
   });
   const total = lengths.reduce((x, y) => x + y, 0);
-  const k = Math.min(mini.size, Math.ceil(total / a.ppoMaxTokenLenPerMicro));
+  const k = Math.min(mini.size, Math.ceil(total / a.ppoMaxTokenLenPerMicro!));
   const groups = Array.from({ length: k }, () => ({ load: 0, rows: [] as number[] }));
   const order = lengths.map((_, i) => i).sort((x, y) => lengths[y] - lengths[x] || x - y);
   for (const i of order) {
@@ -250,5 +283,5 @@ export function microBatches(mini: Batch, a: TrainerConfig['actor']): Batch[] {
     g.load += lengths[i];
     g.rows.push(i);
   }
-  return groups.filter((g) => g.rows.length > 0).map((g) => mini.select({ indices: g.rows.sort((x, y) => x - y) }));
+  return groups.filter((g) => g.rows.length > 0).map((g) => g.rows.sort((x, y) => x - y));
 }

@@ -31,7 +31,7 @@ import { AgentLoop, type AgentEnv, type Trajectory } from '../rollout/agent-loop
 import { collate } from '../rollout/collate.ts';
 import { flattenGroups, sampleGroups, type GroupSpec, type SampledGroup } from '../rollout/groups.ts';
 import type { InferenceEngine } from '../rollout/inference.ts';
-import { miniBatchIndices, updateActor, type ActorUpdateOptions } from './actor-update.ts';
+import { miniBatchIndices, scoreInMicroBatches, updateActor, type ActorUpdateOptions } from './actor-update.ts';
 import { computeAdvantages } from './advantages.ts';
 import { criticStepOptions, gaeAdvantages, updateCritic, type Critic } from './critic.ts';
 import { aggregateLoss } from './aggregate.ts';
@@ -322,21 +322,21 @@ export class GrpoTrainer {
     const rollout = batch.tensor('rollout_log_probs').data as Float32Array;
     const old = rc.bypassMode || rft
       ? { logprobs: Float32Array.from(rollout), entropy: undefined }
-      : await timer.time('old_log_prob', () => policy.logprobs(batch, { temperature, grad: false, entropy: true }));
+      : await timer.time('old_log_prob', () => scoreInMicroBatches(batch, c.actor, (b) => policy.logprobs(b, { temperature, grad: false, entropy: true })));
     batch.setTensor('old_log_probs', old.logprobs, [B, R]);
     // Sampler vs trainer (src/rl/logprob-check.ts): the trainer's log-probs of the sampled tokens against the engine's.
     // π_old is that forward when it runs; in bypass mode and RFT a scoring-only forward on step 1 and every checkEvery.
     const recomputed = !(rc.bypassMode || rft) ? old.logprobs
-      : isCheckStep(this.state.step + 1, rc.checkEvery) ? (await timer.time('logprob_check', () => policy.logprobs(batch, { temperature, grad: false, entropy: false }))).logprobs : null;
+      : isCheckStep(this.state.step + 1, rc.checkEvery) ? (await timer.time('logprob_check', () => scoreInMicroBatches(batch, c.actor, (b) => policy.logprobs(b, { temperature, grad: false, entropy: false })))).logprobs : null;
     const drift = recomputed ? logprobDrift(rollout, recomputed, mask) : null;
     if (rc.rolloutIs !== null) batch.setTensor('rollout_is_weights', rolloutIsWeights(old.logprobs, rollout, mask, B, R, rc.rolloutIs, rc.threshold), [B, R]);
 
     // Reference log-probs, only for a KL loss or KL in the reward.
-    if (needsReferencePolicy(c)) batch.setTensor('ref_log_prob', await timer.time('ref', () => policy.referenceLogprobs(batch, { temperature })), [B, R]);
+    if (needsReferencePolicy(c)) batch.setTensor('ref_log_prob', (await timer.time('ref', () => scoreInMicroBatches(batch, c.actor, async (b) => ({ logprobs: await policy.referenceLogprobs(b, { temperature }) })))).logprobs, [B, R]);
 
     // Values, only with a critic (advEstimator gae): V(s_t) of every response slot, before any update.
     const critic = c.critic ? this.deps.critic : undefined;
-    if (critic) batch.setTensor('values', await timer.time('values', () => critic.values(batch)), [B, R]);
+    if (critic) batch.setTensor('values', (await timer.time('values', () => scoreInMicroBatches(batch, c.actor, async (b) => ({ values: await critic.values(b) })))).values, [B, R]);
 
     // Advantages: KL in the reward first (when on), then the estimator over the groups. With partial credit the GRPO
     // std comes from the task rewards (config.ts, algorithm.actionCredit).

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Batch } from '../../src/rollout/batch.ts';
 import { LOSS_AGG_MODES } from '../../src/rl/aggregate.ts';
-import { updateActor } from '../../src/rl/actor-update.ts';
+import { scoreInMicroBatches, updateActor } from '../../src/rl/actor-update.ts';
 import { parseTrainerConfig, type TrainerConfigInput } from '../../src/rl/config.ts';
 import { GptOssPolicy } from '../../src/rl/model-policy.ts';
 import { tinyTransformer, trainingBatch as seededBatch } from './policy-fixtures.ts';
@@ -103,5 +103,36 @@ describe('actor update: zero-advantage rows (skipZeroAdvantageRows)', () => {
     assert.equal(r.metrics['actor/micro_batches'], 0);
     assert.equal(r.metrics['actor/optimizer_steps'], 1);
     assert.equal(r.metrics['actor/grad_norm'], 0);
+  });
+});
+
+describe('scoring forwards in micro-batches (scoreInMicroBatches)', () => {
+  it('π_old log-probs and entropies stitched from micro-batches equal one forward over the batch', async () => {
+    const { batch, vocab } = await seededBatch(SEED, { reference: true });
+    const B = batch.size, R = batch.tensor('responses').shape[1];
+    const model = tinyTransformer(vocab, SEED);
+    const policy = new GptOssPolicy(model, { optimizer: { lr: 1e-3, weightDecay: 0 }, reference: null });
+    const score = (b: Batch) => policy.logprobs(b, { temperature: 0.7, grad: false, entropy: true });
+    const whole = await score(batch);
+    let tokens = 0;
+    for (const x of batch.tensor('attention_mask').data) tokens += x;
+    const base = parseTrainerConfig({ data: { trainBatchSize: 3 }, rollout: { n: 3 }, trainer: { totalSteps: 1 } }).actor;
+    const mask = batch.tensor('response_mask').data;
+    for (const [label, actor] of [['fixed size 2', { ...base, ppoMicroBatchSize: 2 }], ['token budget', { ...base, ppoMaxTokenLenPerMicro: Math.ceil(tokens / 4) }]] as const) {
+      const calls: number[] = [];
+      const split = await scoreInMicroBatches(batch, actor, (b) => { calls.push(b.size); return score(b); });
+      assert.ok(calls.length >= (label === 'fixed size 2' ? 5 : 4), `${label}: ${calls.join(', ')}`);
+      assert.equal(calls.reduce((x, y) => x + y, 0), B);
+      assert.equal(split.logprobs.length, B * R);
+      let m = 0;
+      for (let k = 0; k < B * R; k++) if (mask[k]) m = Math.max(m, Math.abs(split.logprobs[k] - whole.logprobs[k]), Math.abs(split.entropy![k] - whole.entropy![k]));
+      assert.ok(m <= 1e-5, `${label}: max |Δ| ${m}`);
+    }
+    // One budget that holds the batch: a single call on the batch itself.
+    const calls: number[] = [];
+    await scoreInMicroBatches(batch, { ...base, ppoMaxTokenLenPerMicro: tokens }, (b) => { calls.push(b.size); return score(b); });
+    assert.deepEqual(calls, [B]);
+    // A scorer that returns the wrong shape is refused.
+    await assert.rejects(scoreInMicroBatches(batch, { ...base, ppoMicroBatchSize: 2 }, async () => ({ logprobs: new Float32Array(1) })), /'logprobs' has 1 values for 2 rows/);
   });
 });
