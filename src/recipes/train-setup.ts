@@ -20,7 +20,8 @@
  * policy:                        # tabular (toy only) | gpt-oss
  *   type: gpt-oss
  *   checkpoint: out/sft/model    # or `preset: tiny-1m` for a fresh model (vocabSize from the tokenizer)
- *   modelConfig: { max_position_embeddings: 8192 }   # preset overrides (fresh models only)
+ *   modelConfig: { max_position_embeddings: 8192 }   # preset overrides (a checkpoint: sliding_window, layer_types, max_position_embeddings only)
+ *   sinks: exact                 # exact | ignore (attention without the sink logits: the sinks ablation)
  *   tokenizer: out/sft/tokenizer.json   # a BPE file, o200k_harmony or qwen3 (not needed for the toy task)
  *   format: harmony              # chat format: harmony | hermes | qwen3 (toy task: its own word format)
  *   lr: 1e-5
@@ -41,7 +42,7 @@ import type { ChatFormat, Tokenizer, ToolSpec } from '../llm/index.ts';
 import { CHAT_FORMAT_NAMES, createChatFormat, loadTokenizer } from '../llm/index.ts';
 import { presetConfig, type GptOssConfigInput } from '../model/config.ts';
 import { GptOssModel } from '../model/model.ts';
-import { loadModel } from '../model/checkpoint/index.ts';
+import { loadModel, type WeightFreeConfig } from '../model/checkpoint/index.ts';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { listCheckpoints } from '../rl/sft-checkpoint.ts';
@@ -92,8 +93,17 @@ export const RunFileSchema = z.object({
     type: z.enum(['tabular', 'gpt-oss']),
     checkpoint: z.string().optional(),
     preset: z.string().optional(),
-    /** Overrides of the preset's config (e.g. max_position_embeddings for the long retail prompts). */
+    /**
+     * Overrides of the preset's config (e.g. max_position_embeddings for the long retail prompts); with a checkpoint,
+     * only the keys that change no weight (sliding_window, layer_types, max_position_embeddings: the window ablation).
+     */
     modelConfig: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * 'ignore': attention treats the sink logits as −∞ everywhere (training, rollouts, validation); the sinks get no
+     * gradient and are saved unchanged, so evaluate such a run's checkpoints with `eval --ignore-sinks`. The sinks
+     * ablation (ModelOptions.sinks). Default 'exact'.
+     */
+    sinks: z.enum(['exact', 'ignore']).default('exact'),
     tokenizer: z.string().optional(),
     /** qwen3 needs tokenizer qwen3 (docs/tinker.md). */
     format: z.enum(CHAT_FORMAT_NAMES).default('harmony'),
@@ -326,16 +336,16 @@ export function sftResumeKind(dir: string): 'checkpoint' | 'weights' | null {
 function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: Policy } {
   const p = { ...run.policy, checkpoint: policySource(run) };
   const build = () => {
-    if (p.checkpoint) return loadModel(p.checkpoint, { grads: true });
+    if (p.checkpoint) return loadModel(p.checkpoint, { grads: true, sinks: p.sinks, ...(p.modelConfig ? { config: p.modelConfig as WeightFreeConfig } : {}) });
     if (!p.preset) throw new Error('policy.type gpt-oss needs policy.checkpoint or policy.preset');
-    return new GptOssModel(presetConfig(p.preset, { ...(p.modelConfig as Partial<GptOssConfigInput> | undefined), vocab_size: vocabSize }), { seed: p.seed, tiedInit: p.tiedInit });
+    return new GptOssModel(presetConfig(p.preset, { ...(p.modelConfig as Partial<GptOssConfigInput> | undefined), vocab_size: vocabSize }), { seed: p.seed, tiedInit: p.tiedInit, sinks: p.sinks });
   };
   const model = build();
   if (model.config.vocab_size < vocabSize) throw new Error(`the model's vocabulary (${model.config.vocab_size}) is smaller than the tokenizer's (${vocabSize})`);
   let reference: GptOssModel | 'adapters-off' | null = null;
   if (run.grpo === undefined || needsReferencePolicy(parseTrainerConfig(run.grpo))) {
     if (p.reference === 'adapters-off') reference = 'adapters-off';
-    else reference = p.checkpoint ? loadModel(p.checkpoint, { grads: false }) : new GptOssModel(model.config, { seed: p.seed, grads: false, tiedInit: p.tiedInit });
+    else reference = p.checkpoint ? loadModel(p.checkpoint, { grads: false, sinks: p.sinks, ...(p.modelConfig ? { config: p.modelConfig as WeightFreeConfig } : {}) }) : new GptOssModel(model.config, { seed: p.seed, grads: false, tiedInit: p.tiedInit, sinks: p.sinks });
   }
   return { model, policy: new GptOssPolicy(model, { optimizer: { lr: p.lr ?? 1e-5, weightDecay: p.weightDecay }, reference }) };
 }

@@ -1,4 +1,5 @@
 /** Bridges checkpoints and a live `GptOssModel`: save its parameters, build a model from a checkpoint directory. */
+import { validateConfig, type GptOssConfigInput } from '../config.ts';
 import { GptOssModel, type ModelOptions } from '../model.ts';
 import { CheckpointError } from './errors.ts';
 import { loadCheckpoint, saveCheckpoint, type LoadedCheckpoint, type SaveOptions } from './hf.ts';
@@ -22,10 +23,30 @@ export function loadWeightsInto(model: GptOssModel, params: LoadedCheckpoint['pa
   for (const [name, target] of targets) target.data().set(params.get(name)!.data);
 }
 
+/**
+ * Config keys a checkpoint may be loaded with changed: they reshape attention (the sliding window's width, which
+ * layers slide, the positions RoPE is laid out for) but add, drop or resize no parameter.
+ */
+export const WEIGHT_FREE_CONFIG_KEYS = ['sliding_window', 'layer_types', 'max_position_embeddings'] as const;
+export type WeightFreeConfig = Partial<Pick<GptOssConfigInput, (typeof WEIGHT_FREE_CONFIG_KEYS)[number]>>;
+
+export interface LoadModelOptions extends Omit<ModelOptions, 'seed'> {
+  /** Overrides of the checkpoint's config, limited to WEIGHT_FREE_CONFIG_KEYS (e.g. a narrower sliding window). */
+  config?: WeightFreeConfig;
+}
+
 /** A model with the checkpoint's config and weights (inference-only unless `options.grads` is true). */
-export function loadModel(dir: string, options: Omit<ModelOptions, 'seed'> = {}): GptOssModel {
+export function loadModel(dir: string, options: LoadModelOptions = {}): GptOssModel {
+  const { config: overrides, ...modelOptions } = options;
   const loaded = loadCheckpoint(dir);
-  const model = new GptOssModel(loaded.config, { grads: false, ...options });
+  let config = loaded.config;
+  if (overrides !== undefined) {
+    const allowed = new Set<string>(WEIGHT_FREE_CONFIG_KEYS);
+    const other = Object.keys(overrides).filter((k) => !allowed.has(k));
+    if (other.length > 0) throw new Error(`a checkpoint's config can be overridden only in ${WEIGHT_FREE_CONFIG_KEYS.join(', ')} (keys that change no weight), not ${other.join(', ')}`);
+    config = validateConfig({ ...loaded.config, ...overrides });
+  }
+  const model = new GptOssModel(config, { grads: false, ...modelOptions });
   try {
     loadWeightsInto(model, loaded.params);
   } catch (error) {
