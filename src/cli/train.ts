@@ -15,7 +15,7 @@ import { SFT_BACKEND_STATE_DIR } from '../rl/sft-backend.ts';
 import { listCheckpoints } from '../rl/sft-checkpoint.ts';
 import { GrpoTrainer } from '../rl/trainer.ts';
 import type { TrainerConfig } from '../rl/config.ts';
-import { readConfigFile } from '../recipes/config-file.ts';
+import { applyOverrides, readConfigFile } from '../recipes/config-file.ts';
 import { sftDocuments } from '../recipes/sft-documents.ts';
 import { retailTaskOptions } from '../recipes/retail/run-section.ts';
 import { buildRun, parseStagesRunFile, sftResumeKind, type BuiltRun, type RunFile } from '../recipes/train-setup.ts';
@@ -24,6 +24,8 @@ export interface TrainCommandOptions {
   config: string;
   steps?: string;
   maxWallSeconds?: string;
+  /** `key.path=value` overrides of the run file (applyOverrides), applied before --steps and --max-wall-seconds. */
+  set?: string[];
   resume?: boolean;
   progress?: boolean;
 }
@@ -163,7 +165,7 @@ async function runSftStage(run: RunFile, built: BuiltRun, print: (l: string) => 
 }
 
 export async function trainCommand(opts: TrainCommandOptions, print: (line: string) => void = console.log): Promise<number> {
-  const raw = readConfigFile(opts.config) as Record<string, unknown>;
+  const raw = applyOverrides(readConfigFile(opts.config), opts.set ?? []) as Record<string, unknown>;
   const override = (flag: string, key: string, value: string | undefined): void => {
     if (value === undefined || !raw || typeof raw !== 'object') return;
     const n = Number(value);
@@ -222,6 +224,7 @@ export function register(program: Command): void {
     .description('train a policy with GRPO (optionally after an SFT stage) from a YAML config')
     .requiredOption('--config <file>', 'run config (YAML): task, policy, engine, optional sft, grpo')
     .option('--steps <n>', 'override grpo.trainer.totalSteps')
+    .option('--set <key=value>', 'override a run-file key, e.g. --set policy.modelConfig.sliding_window=32 (dotted path, YAML value; repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--max-wall-seconds <s>', 'override grpo.trainer.maxWallSeconds (the GRPO stage\'s training-time budget)')
     .option('--no-resume', 'start fresh even if the checkpoint directory has a checkpoint')
     .option('--progress', 'show a progress bar')
