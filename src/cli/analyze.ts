@@ -22,6 +22,7 @@ import { formatEpisodeLines, parseEpisodeLines } from '../tooluse/episode-lines.
 import { formatPairedTable, formatProposalRows, pairedProposalTable, proposalRowsOfEvalFolder, readProposalRun } from '../recipes/retail/paired-proposals.ts';
 import { isSuccess, meanStdErr, passAtK, passHatK } from '../tooluse/metrics.ts';
 import { formatSinkKl, sinkKl } from '../recipes/sink-kl.ts';
+import { runSummaryTable, summarizeRunFile } from '../rl/run-summary.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Eval folders
@@ -574,6 +575,18 @@ export function register(program: Command): void {
     .addHelpText('after', '\nExample:\n  longrun analyze transcripts runs/demo/grpo/episodes.jsonl --kind val --task validation_23 --step 0 --step 4')
     .action((file: string, o: TranscriptOptions) => {
       process.stdout.write(transcripts(file, o));
+    });
+
+  analyze
+    .command('runs')
+    .description('training runs side by side from their metrics.jsonl: steps, seconds a step by phase, peak memory, training reward, the spread of the gradient norm')
+    .argument('<files...>', 'metrics.jsonl files of GRPO/PPO runs (trainer.metricsFile); NAME=FILE labels a row')
+    .addHelpText('after', '\nExample:\n  longrun analyze runs grpo=runs/ablations/value-model/grpo/metrics.jsonl head=runs/ablations/value-model/head/metrics.jsonl')
+    .action((files: string[]) => {
+      process.stdout.write(runSummaryTable(files.map((a) => {
+        const eq = a.indexOf('=');
+        return eq > 0 ? summarizeRunFile(a.slice(eq + 1), a.slice(0, eq)) : summarizeRunFile(a);
+      })));
     });
 
   analyze
