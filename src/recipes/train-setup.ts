@@ -335,8 +335,10 @@ export function sftResumeKind(dir: string): 'checkpoint' | 'weights' | null {
  */
 function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: Policy } {
   const p = { ...run.policy, checkpoint: policySource(run) };
+  // A checkpoint's config takes only the keys that change no weight (loadModel refuses the others).
+  const fromCheckpoint = { sinks: p.sinks, ...(p.modelConfig ? { config: p.modelConfig as WeightFreeConfig } : {}) };
   const build = () => {
-    if (p.checkpoint) return loadModel(p.checkpoint, { grads: true, sinks: p.sinks, ...(p.modelConfig ? { config: p.modelConfig as WeightFreeConfig } : {}) });
+    if (p.checkpoint) return loadModel(p.checkpoint, { grads: true, ...fromCheckpoint });
     if (!p.preset) throw new Error('policy.type gpt-oss needs policy.checkpoint or policy.preset');
     return new GptOssModel(presetConfig(p.preset, { ...(p.modelConfig as Partial<GptOssConfigInput> | undefined), vocab_size: vocabSize }), { seed: p.seed, tiedInit: p.tiedInit, sinks: p.sinks });
   };
@@ -345,7 +347,7 @@ function gptOss(run: RunFile, vocabSize: number): { model: GptOssModel; policy: 
   let reference: GptOssModel | 'adapters-off' | null = null;
   if (run.grpo === undefined || needsReferencePolicy(parseTrainerConfig(run.grpo))) {
     if (p.reference === 'adapters-off') reference = 'adapters-off';
-    else reference = p.checkpoint ? loadModel(p.checkpoint, { grads: false, sinks: p.sinks, ...(p.modelConfig ? { config: p.modelConfig as WeightFreeConfig } : {}) }) : new GptOssModel(model.config, { seed: p.seed, grads: false, tiedInit: p.tiedInit, sinks: p.sinks });
+    else reference = p.checkpoint ? loadModel(p.checkpoint, { grads: false, ...fromCheckpoint }) : new GptOssModel(model.config, { seed: p.seed, grads: false, tiedInit: p.tiedInit, sinks: p.sinks });
   }
   return { model, policy: new GptOssPolicy(model, { optimizer: { lr: p.lr ?? 1e-5, weightDecay: p.weightDecay }, reference }) };
 }

@@ -240,18 +240,13 @@ export function microBatches(mini: Batch, a: TrainerConfig['actor']): Batch[] {
 /**
  * A forward that only scores (π_old, the sampler-vs-trainer check, the reference, the critic's values) run micro-batch
  * by micro-batch under the actor's budget (`ppoMaxTokenLenPerMicro` or `ppoMicroBatchSize`), as verl's
- * `log_prob_max_token_len_per_gpu` does: a whole step's batch in one forward (64 retail episodes, about 400k tokens)
+ * `log_prob_max_token_len_per_gpu` does: a whole step's batch in one forward (64 retail episodes, over 300k tokens)
  * does not fit the 4 GiB Wasm memory. Each result is `[rows, R]` per micro-batch, stitched back in the batch's row order.
  */
 export async function scoreInMicroBatches<T extends { [K in keyof T]: Float32Array | undefined }>(batch: Batch, a: TrainerConfig['actor'], score: (micro: Batch) => Promise<T>): Promise<T> {
-  const R = batch.tensor('responses').shape[1];
-  const chunks = a.ppoMaxTokenLenPerMicro === undefined
-    ? Array.from({ length: Math.ceil(batch.size / Math.min(a.ppoMicroBatchSize ?? batch.size, batch.size)) }, (_, c) => {
-      const k = Math.min(a.ppoMicroBatchSize ?? batch.size, batch.size);
-      return Array.from({ length: Math.min(k, batch.size - c * k) }, (_, i) => c * k + i);
-    })
-    : microBatchRows(batch, a);
+  const chunks = microBatchRows(batch, a);
   if (chunks.length === 1) return score(batch);
+  const R = batch.tensor('responses').shape[1];
   const out: Record<string, Float32Array | undefined> = {};
   for (const rows of chunks) {
     const part = await score(batch.select({ indices: rows }));
@@ -265,8 +260,13 @@ export async function scoreInMicroBatches<T extends { [K in keyof T]: Float32Arr
   return out as unknown as T;
 }
 
-/** The row indices of `microBatches` under a token budget (ascending within each micro-batch). */
-function microBatchRows(mini: Batch, a: TrainerConfig['actor'] & { ppoMaxTokenLenPerMicro?: number }): number[][] {
+/** The row indices of `microBatches`: consecutive runs of `ppoMicroBatchSize`, or token-balanced groups (ascending within each). */
+function microBatchRows(mini: Batch, a: TrainerConfig['actor']): number[][] {
+  const budget = a.ppoMaxTokenLenPerMicro;
+  if (budget === undefined) {
+    const k = Math.min(a.ppoMicroBatchSize ?? mini.size, mini.size);
+    return Array.from({ length: Math.ceil(mini.size / k) }, (_, c) => Array.from({ length: Math.min(k, mini.size - c * k) }, (_, i) => c * k + i));
+  }
   const att = mini.tensor('attention_mask');
   const W = att.shape[1];
   const lengths = Array.from({ length: mini.size }, (_, i) => {
@@ -275,7 +275,7 @@ function microBatchRows(mini: Batch, a: TrainerConfig['actor'] & { ppoMaxTokenLe
     return n;
   });
   const total = lengths.reduce((x, y) => x + y, 0);
-  const k = Math.min(mini.size, Math.ceil(total / a.ppoMaxTokenLenPerMicro!));
+  const k = Math.min(mini.size, Math.ceil(total / budget));
   const groups = Array.from({ length: k }, () => ({ load: 0, rows: [] as number[] }));
   const order = lengths.map((_, i) => i).sort((x, y) => lengths[y] - lengths[x] || x - y);
   for (const i of order) {
