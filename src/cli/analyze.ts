@@ -6,6 +6,7 @@
  * - `failures EVAL_DIR…`: where retail episodes go wrong, per family (first proposal, tool errors, refusals, endings).
  * - `transcripts FILE --task ID…`: recorded conversations as Markdown.
  * - `advantage-weights EPISODES…`: how a GRPO run's gradient divides between its successes and its failures.
+ * - `tools EVAL_DIR…`: how the agent used its tools, any env (src/tooluse/tool-usage.ts).
  * - `proposals BASE OTHER`: mean@1 and first-proposal success side by side per family, paired (retail-synth, scripted user).
  * - `sink-kl --checkpoint DIR --episodes EVAL_DIR`: the one analysis that loads a model: per-token KL between the
  *   checkpoint's next-token distributions with exact and with ignored attention sinks, on recorded episodes
@@ -23,6 +24,7 @@ import { formatPairedTable, formatProposalRows, pairedProposalTable, proposalRow
 import { isSuccess, meanStdErr, passAtK, passHatK } from '../tooluse/metrics.ts';
 import { formatSinkKl, sinkKl } from '../recipes/sink-kl.ts';
 import { runSummaryTable, summarizeRunFile } from '../rl/run-summary.ts';
+import { formatToolUsage, toolUsageOf } from '../tooluse/tool-usage.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Eval folders
@@ -596,6 +598,15 @@ export function register(program: Command): void {
     .addHelpText('after', '\nA ratio above 1 under token-mean means the failures outweigh the successes on the tokens they sample.\n\nExample:\n  longrun analyze advantage-weights runs/retail-grpo-seqmean/grpo/episodes.jsonl')
     .action((files: string[]) => {
       process.stdout.write(files.map((f) => advantageWeightsTable(f, advantageWeights(parseEpisodes(readFileSync(f, 'utf8'), f)))).join('\n'));
+    });
+
+  analyze
+    .command('tools')
+    .description('how the agent used its tools, any env: tool calls and failed calls per episode, the final-state match where the reward records one, and per tool its calls, failed share and how often it came first')
+    .argument('<eval-dirs...>', 'longrun eval --out folders (or their trajectories.jsonl)')
+    .addHelpText('after', '\nExample:\n  longrun analyze tools runs/costly/eval/sft300-test runs/costly/eval/grpo300-test')
+    .action((dirs: string[]) => {
+      process.stdout.write(formatToolUsage(dirs.map(toolUsageOf)));
     });
 
   analyze
