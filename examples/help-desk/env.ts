@@ -8,7 +8,8 @@
  * (τ²-style state match), else 0: changing the wrong ticket, or the right one in the wrong way, scores 0.
  * `find_customer` (by email) and `list_tickets` are there too; these tasks do not need them.
  *
- * Load it with `longrun rollout --env ./env.ts`, or from a run file: `env: { module: ./env.ts }`.
+ * Load it with `longrun rollout --env ./env.ts`, or from a run file: `env: { module: ./env.ts }`. The export `costly`
+ * (`--env ./env.ts:costly`) is the variant whose reward charges for calls the demonstrations make and do not need.
  */
 import { z } from 'zod';
 import { defineEnv, rewards, tool, type Task } from 'longrun';
@@ -203,17 +204,70 @@ function summary(task: HelpDeskTask): string {
   return `Done: ticket ${id} is escalated to ${String(last.arguments.team)}.`;
 }
 
-export default defineEnv<Db, HelpDeskTask>({
-  id: 'examples/help-desk-v0',
-  instructions: "You are a help-desk agent. Find the customer's ticket with the subject the message names, then make the change it asks for on that ticket. Then say what you did in one line.",
-  tools,
-  state: (task) => makeWorld(task.worldSeed),
-  tasks: helpDeskTasks,
-  // No `user`: single-agent, task.prompt is the first user message; the episode ends at the agent's first reply
-  // without a tool call.
-  reward: rewards.finalState({ gold: (task) => task.gold }),
-  maxTurns: 8,
-  family: (task) => task.family,
-  // The gold turns, exactly: one tool call per turn, then the closing line. No mistakes are planted.
-  demonstrator: (task) => [...task.gold.map((call) => ({ toolCalls: [call] })), { content: summary(task) }],
-});
+export interface HelpDeskOptions {
+  /**
+   * Reward taken off a solved episode for each tool call beyond the task's gold calls (a failed call counts too),
+   * down to 0. Default 0: the reward is the final-state match alone.
+   */
+  callCost?: number;
+  /**
+   * The share of tasks on which the demonstrator lists the customer's tickets (`list_tickets`) before it looks the
+   * ticket up by subject: a correct but unneeded call, as in logs from agents who check everything first. Which tasks
+   * is fixed by the task's world seed. Default 0.
+   */
+  listFirst?: number;
+}
+
+const OPTION_KEYS = ['callCost', 'listFirst'];
+
+/**
+ * The help-desk env with options. `helpDesk()` is the default export's env; `{ callCost, listFirst }` gives the
+ * variant where the demonstrations do more than the reward wants (README.md, "A reward the demonstrations do not show").
+ */
+export function helpDesk(options: HelpDeskOptions = {}) {
+  const unknown = Object.keys(options).filter((k) => !OPTION_KEYS.includes(k));
+  if (unknown.length > 0) throw new Error(`help-desk: unknown option(s) ${unknown.join(', ')} (options: ${OPTION_KEYS.join(', ')})`);
+  const share = (name: string, v: unknown): number => {
+    if (v === undefined) return 0;
+    if (typeof v !== 'number' || !(v >= 0 && v <= 1)) throw new Error(`help-desk: ${name} must be a number in [0, 1], got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const callCost = share('callCost', options.callCost);
+  const listFirst = share('listFirst', options.listFirst);
+  const match = rewards.finalState<Db, HelpDeskTask>({ gold: (task) => task.gold });
+  const plain = callCost === 0 && listFirst === 0;
+  return defineEnv<Db, HelpDeskTask>({
+    id: plain ? 'examples/help-desk-v0' : `examples/help-desk-v0-cost${callCost}-list${listFirst}`,
+    instructions: "You are a help-desk agent. Find the customer's ticket with the subject the message names, then make the change it asks for on that ticket. Then say what you did in one line.",
+    tools,
+    state: (task) => makeWorld(task.worldSeed),
+    tasks: helpDeskTasks,
+    // No `user`: single-agent, task.prompt is the first user message; the episode ends at the agent's first reply
+    // without a tool call.
+    reward: callCost === 0 ? match : async (ep) => {
+      const m = await match(ep);
+      const extraCalls = Math.max(0, ep.toolCalls.length - ep.task.gold.length);
+      const reward = m.reward === 1 ? Math.max(0, 1 - callCost * extraCalls) : 0;
+      return { reward, info: { ...m.info, solved: m.reward, extraCalls } };
+    },
+    maxTurns: 8,
+    family: (task) => task.family,
+    // The gold turns, one tool call per turn, then the closing line; with listFirst, on that share of the tasks a
+    // `list_tickets` call first. The change itself is always right: no mistake is planted.
+    demonstrator: (task) => {
+      const lists = listFirst > 0 && rng(task.worldSeed ^ 0x5bd1e995)() < listFirst;
+      const customerId = String(task.gold[0]!.arguments.customer_id);
+      const calls = lists ? [{ name: 'list_tickets', arguments: { customer_id: customerId } }, ...task.gold] : task.gold;
+      return [...calls.map((call) => ({ toolCalls: [call] })), { content: summary(task) }];
+    },
+  });
+}
+
+export default helpDesk();
+
+/**
+ * The variant of README.md's "A reward the demonstrations do not show": half the demonstrations list the customer's
+ * tickets first, and each call beyond the two a task needs costs 0.25 of the reward.
+ * `longrun rollout --env ./env.ts:costly`, or `env: { module: ./env.ts, export: costly }` in a run file.
+ */
+export const costly = helpDesk({ callCost: 0.25, listFirst: 0.5 });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
 import { evalConfigCommand, type EvalCommandOptions } from '../../src/cli/eval.ts';
@@ -85,7 +85,7 @@ describe('eval --checkpoint: model folders inside GRPO and SFT checkpoints', () 
       assert.equal(await evalConfigCommand(opts(checkpoint, out), explicit, (l) => lines.push(l)), 0);
       const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { checkpoint: string; episodes: number };
       assert.equal(summary.episodes, 2);
-      assert.equal(summary.checkpoint, resolve(checkpoint === step10() ? join(step10(), 'policy', 'model') : checkpoint));
+      assert.equal(summary.checkpoint, relative(process.cwd(), resolve(checkpoint === step10() ? join(step10(), 'policy', 'model') : checkpoint)));
       // The same weights and seeds: the same episodes as the model folder's.
       assert.deepEqual(rows(out), rows(ref));
     }

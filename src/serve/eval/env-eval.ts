@@ -10,7 +10,7 @@
  * Rewards are the env's, on whatever scale its reward function returns.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import { createChatFormat } from '../../llm/formats.ts';
 import { loadTokenizer } from '../../llm/load-tokenizer.ts';
 import type { ToolSpec } from '../../llm/messages.ts';
@@ -72,6 +72,7 @@ export interface PairedComparison {
 export interface EnvEvalSummary {
   env: string;
   split: string;
+  /** The evaluated model folder, relative to the working directory. */
   checkpoint: string;
   out: string;
   episodes: number;
@@ -235,7 +236,8 @@ export async function evalRunFileEnv(o: EnvEvalOptions): Promise<EnvEvalSummary>
     baseline = pairedComparison(perTask, perTaskRewards(baseRecords), o.baseline);
   }
   const result: EnvEvalSummary = {
-    env: def.id, split, checkpoint: resolve(o.checkpoint), out: o.out,
+    // Relative to the working directory, as the command's other paths: a summary committed beside a run names no machine path.
+    env: def.id, split, checkpoint: relative(process.cwd(), resolve(o.checkpoint)) || '.', out: o.out,
     episodes: summary.finished, envErrors: summary.infrastructureErrors, tasks: perTask.length, trials: o.trials,
     meanReward: overall?.mean ?? null, stdErr: overall?.stdErr ?? null, byFamily, perTask,
     ...(baseline ? { baseline } : {}),
