@@ -245,10 +245,11 @@ export function helpDesk(options: HelpDeskOptions = {}) {
     // No `user`: single-agent, task.prompt is the first user message; the episode ends at the agent's first reply
     // without a tool call.
     reward: callCost === 0 ? match : async (ep) => {
-      const m = await match(ep);
+      const m = await match(ep); // a RewardFn may return a bare number; finalState returns { reward, info }
+      const solved = typeof m === 'number' ? m : m.reward;
       const extraCalls = Math.max(0, ep.toolCalls.length - ep.task.gold.length);
-      const reward = m.reward === 1 ? Math.max(0, 1 - callCost * extraCalls) : 0;
-      return { reward, info: { ...m.info, solved: m.reward, extraCalls } };
+      const reward = solved === 1 ? Math.max(0, 1 - callCost * extraCalls) : 0;
+      return { reward, info: { ...(typeof m === 'number' ? {} : m.info), solved, extraCalls } };
     },
     maxTurns: 8,
     family: (task) => task.family,
