@@ -227,13 +227,13 @@ const OPTION_KEYS = ['callCost', 'listFirst'];
 export function helpDesk(options: HelpDeskOptions = {}) {
   const unknown = Object.keys(options).filter((k) => !OPTION_KEYS.includes(k));
   if (unknown.length > 0) throw new Error(`help-desk: unknown option(s) ${unknown.join(', ')} (options: ${OPTION_KEYS.join(', ')})`);
-  const share = (name: string, v: unknown): number => {
+  const unit = (name: string, v: unknown): number => {
     if (v === undefined) return 0;
     if (typeof v !== 'number' || !(v >= 0 && v <= 1)) throw new Error(`help-desk: ${name} must be a number in [0, 1], got ${JSON.stringify(v)}`);
     return v;
   };
-  const callCost = share('callCost', options.callCost);
-  const listFirst = share('listFirst', options.listFirst);
+  const callCost = unit('callCost', options.callCost);
+  const listFirst = unit('listFirst', options.listFirst);
   const match = rewards.finalState<Db, HelpDeskTask>({ gold: (task) => task.gold });
   const plain = callCost === 0 && listFirst === 0;
   return defineEnv<Db, HelpDeskTask>({

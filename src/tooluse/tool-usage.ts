@@ -5,14 +5,12 @@
  * behaviour that the mean reward hides (an unneeded lookup dropped, fewer failed calls) shows.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** The parts of a `longrun eval --out` trajectories.jsonl row this reads. */
 interface UsageRow {
   status?: string;
-  taskId?: unknown;
   reward?: unknown;
-  toolErrors?: number;
   rewardInfo?: { info?: { match?: unknown } } | null;
   messages?: { role: string; toolCalls?: { name: string }[] | null; error?: boolean }[];
 }
@@ -35,7 +33,7 @@ export interface ToolUsage {
 export function toolUsageOf(path: string): ToolUsage {
   const file = path.endsWith('.jsonl') ? path : join(path, 'trajectories.jsonl');
   if (!existsSync(file)) throw new Error(`${path}: no trajectories.jsonl (not a longrun eval --out folder)`);
-  const usage: ToolUsage = { name: basename(path.endsWith('.jsonl') ? join(path, '..') : path), episodes: 0, meanReward: 0, finalStateMatch: null, callsPerEpisode: 0, errorsPerEpisode: 0, noCall: 0, tools: new Map() };
+  const usage: ToolUsage = { name: basename(path.endsWith('.jsonl') ? dirname(path) : path), episodes: 0, meanReward: 0, finalStateMatch: null, callsPerEpisode: 0, errorsPerEpisode: 0, noCall: 0, tools: new Map() };
   let rewardSum = 0, calls = 0, errors = 0, matched = 0, withMatch = 0;
   readFileSync(file, 'utf8').split('\n').forEach((line, n) => {
     if (!line.trim()) return;
