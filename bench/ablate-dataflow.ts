@@ -29,7 +29,7 @@ import { validateConfig } from '../src/model/config.ts';
 import { GptOssModel } from '../src/model/model.ts';
 import { AgentLoop, type AgentEnv } from '../src/rollout/agent-loop.ts';
 import { sampleGroups } from '../src/rollout/groups.ts';
-import type { GenerationRequest, GenerationResult, InferenceEngine } from '../src/rollout/inference.ts';
+import { withoutSessions } from '../src/rollout/inference.ts';
 import { createStepModelEngine } from '../src/rollout/model-engine.ts';
 import { createToySetup } from '../src/recipes/toy/toy-task.ts';
 import { median, parseOptions } from './kernel-ablation.ts';
@@ -56,11 +56,6 @@ const makeEnv = (): AgentEnv => ({
   reset: async () => [{ messages: [{ role: 'user', content: 'please cue_1', toolCalls: null }] }, { systemPrompt, tools: [] }],
   step: async () => [{ messages: [{ role: 'user', content: observation, toolCalls: null }] }, 0, false, false, {}],
 });
-
-/** Hides the session id from the engine, so that every turn is a fresh request: the whole context prefilled again. */
-function withoutSessions(inner: InferenceEngine): InferenceEngine {
-  return { generate: (requests: readonly GenerationRequest[]): Promise<GenerationResult[]> => inner.generate(requests.map(({ session: _session, ...r }) => r)) };
-}
 
 interface Cell { name: string; batched: boolean; sessions: boolean }
 const CELLS: Cell[] = [

@@ -47,7 +47,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { listCheckpoints } from '../rl/sft-checkpoint.ts';
 import type { AgentEnv } from '../rollout/agent-loop.ts';
-import type { InferenceEngine } from '../rollout/inference.ts';
+import { withoutSessions, type InferenceEngine } from '../rollout/inference.ts';
 import { createModelEngine, createStepModelEngine } from '../rollout/model-engine.ts';
 import { OpenAICompatibleEngine } from '../rollout/openai-engine.ts';
 import { GREETING } from '../tooluse/orchestrator.ts';
@@ -122,6 +122,12 @@ export const RunFileSchema = z.object({
     maxBatchTokens: z.number().int().positive().optional(),
     /** Step batching: KV positions reserved per trajectory so turns reuse the cache (default: the model's max positions). */
     sessionCapacity: z.number().int().positive().optional(),
+    /**
+     * 'keep': a trajectory's turns carry its session id, so an engine that keeps KV caches prefills only each turn's new
+     * tokens; 'reprefill': every turn is a fresh request and the whole conversation is prefilled again (the plain
+     * sampling loop; docs/results/ablations/, the rollout dataflow).
+     */
+    kvCache: z.enum(['keep', 'reprefill']).default('keep'),
     baseUrl: z.string().optional(),
     model: z.string().optional(),
     concurrency: z.number().int().positive().optional(),
@@ -269,6 +275,11 @@ export interface BuiltRun {
 }
 
 function engineFor(run: RunFile, model: GptOssModel | undefined, fallback: InferenceEngine | undefined): InferenceEngine {
+  const engine = sessionEngineFor(run, model, fallback);
+  return run.engine.kvCache === 'reprefill' ? withoutSessions(engine) : engine;
+}
+
+function sessionEngineFor(run: RunFile, model: GptOssModel | undefined, fallback: InferenceEngine | undefined): InferenceEngine {
   if (run.engine.type === 'openai') {
     if (!run.engine.baseUrl || !run.engine.model) throw new Error('engine.type openai needs engine.baseUrl and engine.model');
     return new OpenAICompatibleEngine({ baseUrl: run.engine.baseUrl, model: run.engine.model, concurrency: run.engine.concurrency });

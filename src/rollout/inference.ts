@@ -48,6 +48,20 @@ export interface InferenceEngine {
   close?(): Promise<void>;
 }
 
+/**
+ * The engine with every request's session id removed, so that each turn is a fresh request and the whole conversation
+ * is prefilled again (the plain sampling loop: no KV cache kept across turns). Run files select it with
+ * `engine.kvCache: reprefill`; the rollout-dataflow ablation compares it with the kept caches (docs/results/ablations/).
+ * `inner` is the wrapped engine (its statistics, e.g. the step engine's prefilled and reused tokens).
+ */
+export function withoutSessions<E extends InferenceEngine>(inner: E): InferenceEngine & { readonly inner: E } {
+  return {
+    inner,
+    generate: (requests: readonly GenerationRequest[]): Promise<GenerationResult[]> => inner.generate(requests.map(({ session: _session, ...r }) => r)),
+    ...(inner.close ? { close: () => inner.close!() } : {}),
+  };
+}
+
 export function validateRequest(r: GenerationRequest): void {
   if (!Array.isArray(r.tokens) && !ArrayBuffer.isView(r.tokens)) throw new TypeError('generation request: tokens must be an array of token ids');
   if (r.tokens.length === 0) throw new Error('generation request: the prompt has no tokens');
