@@ -218,6 +218,7 @@ function backendConflicts(run: RunFile, trainer: TrainerConfig | null): string[]
   if (run.policy.type !== 'gpt-oss') out.push(`policy.type: a run on a training backend needs policy.type gpt-oss (its tokenizer and chat format), not ${run.policy.type}`);
   if (run.retail?.curriculum) out.push('retail.curriculum: the copy curriculum trains in process; run it without backend first, or drop it');
   if (run.engine.type === 'openai') out.push('engine.type: with a backend the rollouts sample on the backend; drop engine.type openai');
+  if (run.engine.kvCache === 'reprefill') out.push('engine.kvCache: with a backend the rollouts sample on the backend, which takes whole contexts; drop engine.kvCache reprefill');
   if (trainer === null && !run.sft) out.push('grpo: a run on a training backend needs a grpo or an sft section');
   if (trainer !== null) {
     if (trainer.actor.useKlLoss) out.push(`grpo.actor.useKlLoss: ${why}; a KL loss needs a reference model`);

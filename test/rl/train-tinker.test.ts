@@ -192,6 +192,7 @@ describe('longrun train with backend: { type: tinker } through a local longrun s
     assert.throws(() => parseRunFile({ ...base, backend: { type: 'vllm', model: 'm' } }), /backend\.type/);
     assert.throws(() => parseRunFile({ ...base, backend: { ...backend, model: '' } }), /backend\.model/);
     assert.throws(() => parseRunFile({ ...base, policy: { type: 'tabular' }, backend }), /policy\.type: a run on a training backend needs policy\.type gpt-oss/);
+    assert.throws(() => parseRunFile({ ...base, backend, engine: { kvCache: 'reprefill' } }), /engine\.kvCache: with a backend/);
     assert.throws(() => parseRunFile({ ...base, backend, grpo: { ...base.grpo, actor: { useKlLoss: true } } }), /grpo\.actor\.useKlLoss/);
     assert.throws(() => parseRunFile({ ...base, backend, grpo: { ...base.grpo, actor: { entropyCoeff: 0.01 } } }), /grpo\.actor\.entropyCoeff/);
     assert.throws(() => parseRunFile({ ...base, backend, grpo: { ...base.grpo, algorithm: { useKlInReward: true } } }), /useKlInReward/);
